@@ -1,0 +1,79 @@
+package safetensors
+
+import (
+	"io"
+	"os"
+)
+
+// File is a safetensors file opened with [Open]: a [Reader] whose tensors
+// are zero-copy views of a read-only memory mapping where the platform
+// supports it (unix), or read with pread elsewhere.
+type File struct {
+	Reader
+	f       *os.File
+	mapping []byte
+}
+
+// Open opens and validates the named file. Only the header is read: opening
+// costs the same for a 1 MiB file and a 100 GiB one. Close the File when done;
+// tensor views obtained from it are invalid afterwards.
+func Open(path string, opts ...Option) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	opts = append([]Option{WithName(path)}, opts...)
+	o := buildOptions(opts)
+	size := st.Size()
+	var src interface {
+		ReadAt([]byte, int64) (int, error)
+	} = f
+	mapping, err := mapFile(f, size)
+	if err == nil && mapping != nil {
+		src = bytesReaderAt(mapping)
+	}
+	h, err := readHeaderAt(src, size, o)
+	if err != nil {
+		unmapFile(mapping)
+		f.Close()
+		return nil, withFile(err, o.name)
+	}
+	file := &File{Reader: Reader{Header: *h, name: o.name, src: f, size: size, mem: mapping}, f: f, mapping: mapping}
+	return file, nil
+}
+
+// Close unmaps and closes the file. Views returned by Bytes before Close must
+// not be used afterwards.
+func (f *File) Close() error {
+	if f.f == nil {
+		return ErrClosed
+	}
+	err := unmapFile(f.mapping)
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	f.mapping, f.mem, f.src, f.f = nil, nil, nil, nil
+	return err
+}
+
+// Mapped reports whether the file's data is memory-mapped.
+func (f *File) Mapped() bool { return f.mapping != nil }
+
+// bytesReaderAt reads from memory without copying more than asked.
+type bytesReaderAt []byte
+
+func (b bytesReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(b)) {
+		return 0, os.ErrInvalid
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}

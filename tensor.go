@@ -1,0 +1,150 @@
+package safetensors
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+)
+
+// Tensor is one tensor of a file: its description and access to its bytes.
+//
+// For a file opened with [Open], Bytes returns a zero-copy view of the
+// memory mapping. The view is valid only until the file is closed: using it
+// after Close faults and crashes the program, so call Copy for data that
+// must outlive the file. If another process truncates the file while it is
+// mapped, touching the lost pages raises SIGBUS, which also crashes; Copy
+// turns that fault into an error instead.
+type Tensor struct {
+	TensorInfo
+
+	file   string
+	src    io.ReaderAt
+	off    int64  // absolute offset of the tensor's first byte in src
+	data   []byte // the bytes, when already in memory (mapped or sliced)
+	mapped bool   // data is a view of a mapping
+}
+
+// Offset returns the absolute file offset of the tensor's first byte, or -1
+// for a tensor made by slicing.
+func (t *Tensor) Offset() int64 {
+	if t.src == nil && !t.mapped {
+		return -1
+	}
+	return t.off
+}
+
+// Bytes returns the tensor's little-endian bytes: a zero-copy view for a
+// mapped file or a sliced tensor, otherwise a fresh buffer read from the
+// source.
+func (t *Tensor) Bytes() ([]byte, error) {
+	if t.data != nil || t.src == nil {
+		return t.data, nil
+	}
+	return t.readFresh()
+}
+
+// Copy returns the tensor's bytes in a newly allocated slice that the caller
+// owns and that stays valid after the file is closed.
+func (t *Tensor) Copy() ([]byte, error) {
+	if t.data == nil && t.src != nil {
+		return t.readFresh()
+	}
+	out := make([]byte, len(t.data))
+	if t.mapped {
+		if err := faultSafeCopy(out, t.data); err != nil {
+			return nil, t.errorf("reading mapped data at byte %d: %v (was the file truncated?)", t.off, err)
+		}
+		return out, nil
+	}
+	copy(out, t.data)
+	return out, nil
+}
+
+// Reader returns a reader over the tensor's bytes.
+func (t *Tensor) Reader() io.Reader {
+	if t.data != nil || t.src == nil {
+		return &sliceReader{b: t.data}
+	}
+	return io.NewSectionReader(t.src, t.off, t.Size())
+}
+
+// WriteTo writes the tensor's bytes to w.
+func (t *Tensor) WriteTo(w io.Writer) (int64, error) {
+	if t.data != nil || t.src == nil {
+		n, err := w.Write(t.data)
+		return int64(n), err
+	}
+	return io.Copy(w, io.NewSectionReader(t.src, t.off, t.Size()))
+}
+
+// ReadAt reads the tensor's bytes starting at offset off within the tensor.
+func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
+	size := t.Size()
+	if off < 0 || off > size {
+		return 0, t.errorf("read at offset %d outside the tensor's %d bytes", off, size)
+	}
+	want := p
+	if int64(len(p)) > size-off {
+		want = p[:size-off]
+	}
+	var n int
+	var err error
+	if t.data != nil || t.src == nil {
+		n = copy(want, t.data[off:])
+	} else {
+		n, err = t.src.ReadAt(want, t.off+off)
+		if err == io.EOF && n == len(want) {
+			err = nil
+		}
+	}
+	if err == nil && n < len(p) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (t *Tensor) readFresh() ([]byte, error) {
+	buf := make([]byte, t.Size())
+	n, err := t.src.ReadAt(buf, t.off)
+	if err != nil && !(err == io.EOF && n == len(buf)) {
+		return nil, t.errorf("reading %d bytes at byte %d: %v", len(buf), t.off, err)
+	}
+	return buf, nil
+}
+
+func (t *Tensor) errorf(format string, args ...any) error {
+	return fmt.Errorf("%s: tensor %q: %s", t.fileName(), t.Name, fmt.Sprintf(format, args...))
+}
+
+func (t *Tensor) fileName() string {
+	if t.file == "" {
+		return "safetensors"
+	}
+	return t.file
+}
+
+// faultSafeCopy copies from a memory mapping, turning a page fault (the file
+// shrank underneath the mapping) into an error.
+func faultSafeCopy(dst, src []byte) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			err = fmt.Errorf("memory fault: %v", r)
+		}
+	}()
+	copy(dst, src)
+	return nil
+}
+
+// sliceReader is a bytes.Reader without the seek and unread methods.
+type sliceReader struct{ b []byte }
+
+func (r *sliceReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
