@@ -6,3 +6,10 @@ require (
 	github.com/go-json-experiment/json v1.27.2
 	golang.org/x/sys v0.50.0
 )
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	golang.org/x/term v0.48.0 // indirect
+)

@@ -206,9 +206,6 @@ func (r *Reader) All() iter.Seq2[*Tensor, error] {
 	}
 }
 
-// Size returns the size of the underlying file in bytes.
-func (r *Reader) Size() int64 { return r.size }
-
 // lookup finds a tensor index; it works on Headers built by hand too.
 func (h *Header) lookup(name string) (int, bool) {
 	if h.index != nil {

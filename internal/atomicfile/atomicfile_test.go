@@ -1,0 +1,64 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCommitReplacesAtomically(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.bin")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Abort()
+	f.WriteString("new content")
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("destination changed before Commit: %q", b)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new content" {
+		t.Fatalf("got %q", b)
+	}
+	assertOnly(t, dir, "out.bin")
+}
+
+func TestAbortLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Create(filepath.Join(dir, "out.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("partial")
+	if err := f.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	assertOnly(t, dir)
+}
+
+func assertOnly(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if len(got) != len(names) {
+		t.Fatalf("directory holds %v, want %v", got, names)
+	}
+	for i := range names {
+		if got[i] != names[i] {
+			t.Fatalf("directory holds %v, want %v", got, names)
+		}
+	}
+}

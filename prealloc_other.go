@@ -1,0 +1,7 @@
+//go:build !linux
+
+package safetensors
+
+import "os"
+
+func preallocate(f *os.File, size int64) {}
