@@ -1,0 +1,346 @@
+package safetensors
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Index selects along one dimension, like one item of a Python subscript:
+// a range start:stop:step, or a single index, which drops the dimension.
+// Negative positions count from the end. Unlike Python, positions outside
+// the dimension are errors rather than silently clamped.
+type Index struct {
+	Start, Stop, Step int64
+	HasStart, HasStop bool // false means "from the beginning" / "to the end"
+	Single            bool // select the one position Start; the dimension is dropped
+}
+
+// All selects a whole dimension (":").
+func All() Index { return Index{} }
+
+// At selects position i and drops the dimension.
+func At(i int64) Index { return Index{Start: i, HasStart: true, Single: true} }
+
+// Range selects positions start up to (not including) stop.
+func Range(start, stop int64) Index {
+	return Index{Start: start, Stop: stop, HasStart: true, HasStop: true}
+}
+
+// Every returns the range x with step step, like x[::step].
+func (x Index) Every(step int64) Index { x.Step = step; return x }
+
+func (x Index) String() string {
+	if x.Single {
+		return strconv.FormatInt(x.Start, 10)
+	}
+	var b strings.Builder
+	if x.HasStart {
+		b.WriteString(strconv.FormatInt(x.Start, 10))
+	}
+	b.WriteByte(':')
+	if x.HasStop {
+		b.WriteString(strconv.FormatInt(x.Stop, 10))
+	}
+	if x.Step != 0 && x.Step != 1 {
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatInt(x.Step, 10))
+	}
+	return b.String()
+}
+
+// ParseSlice parses a subscript such as "0:2,:,-1" or "::2, 3" into one
+// Index per dimension. The empty string selects everything.
+func ParseSlice(spec string) ([]Index, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	parts := strings.Split(spec, ",")
+	out := make([]Index, 0, len(parts))
+	for i, p := range parts {
+		x, err := parseIndex(strings.TrimSpace(p))
+		if err != nil {
+			return nil, fmt.Errorf("slice %q, item %d %q: %v (%w)", spec, i, strings.TrimSpace(p), err, ErrInvalidSlice)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+func parseIndex(s string) (Index, error) {
+	fields := strings.Split(s, ":")
+	if len(fields) > 3 {
+		return Index{}, fmt.Errorf("too many colons")
+	}
+	num := func(f string) (int64, bool, error) {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			return 0, false, nil
+		}
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%q is not an integer", f)
+		}
+		return v, true, nil
+	}
+	if len(fields) == 1 {
+		v, ok, err := num(fields[0])
+		if err != nil {
+			return Index{}, err
+		}
+		if !ok {
+			return Index{}, fmt.Errorf("empty index")
+		}
+		return At(v), nil
+	}
+	var x Index
+	var err error
+	if x.Start, x.HasStart, err = num(fields[0]); err != nil {
+		return x, err
+	}
+	if x.Stop, x.HasStop, err = num(fields[1]); err != nil {
+		return x, err
+	}
+	if len(fields) == 3 {
+		var ok bool
+		if x.Step, ok, err = num(fields[2]); err != nil {
+			return x, err
+		}
+		if ok && x.Step <= 0 {
+			return x, fmt.Errorf("step must be positive")
+		}
+	}
+	return x, nil
+}
+
+// dimSel is an Index resolved against a dimension: count positions from
+// start, step apart.
+type dimSel struct {
+	start, step, count int64
+	keep               bool // the dimension stays in the result
+}
+
+// resolve checks idx against shape and returns one selection per dimension.
+func resolve(shape []int64, idx []Index) ([]dimSel, error) {
+	if len(idx) > len(shape) {
+		return nil, fmt.Errorf("%d indices for a tensor of %d dimensions (%w)", len(idx), len(shape), ErrSliceOutOfRange)
+	}
+	sel := make([]dimSel, len(shape))
+	for d, n := range shape {
+		if d >= len(idx) {
+			sel[d] = dimSel{start: 0, step: 1, count: n, keep: true}
+			continue
+		}
+		x := idx[d]
+		norm := func(v int64) int64 {
+			if v < 0 {
+				return v + n
+			}
+			return v
+		}
+		if x.Single {
+			i := norm(x.Start)
+			if i < 0 || i >= n {
+				return nil, fmt.Errorf("index %d is out of range for dimension %d of size %d (%w)", x.Start, d, n, ErrSliceOutOfRange)
+			}
+			sel[d] = dimSel{start: i, step: 1, count: 1}
+			continue
+		}
+		step := x.Step
+		if step == 0 {
+			step = 1
+		}
+		if step < 0 {
+			return nil, fmt.Errorf("dimension %d: step %d must be positive (%w)", d, step, ErrInvalidSlice)
+		}
+		start, stop := int64(0), n
+		if x.HasStart {
+			start = norm(x.Start)
+		}
+		if x.HasStop {
+			stop = norm(x.Stop)
+		}
+		if start < 0 || start > n || stop < 0 || stop > n {
+			return nil, fmt.Errorf("range %s is out of range for dimension %d of size %d (%w)", x, d, n, ErrSliceOutOfRange)
+		}
+		if start > stop {
+			return nil, fmt.Errorf("range %s starts after it stops in dimension %d (%w)", x, d, ErrInvalidSlice)
+		}
+		sel[d] = dimSel{start: start, step: step, count: (stop - start + step - 1) / step, keep: true}
+	}
+	return sel, nil
+}
+
+// run is a contiguous byte range of the source: [off, off+n).
+type run struct{ off, n int64 }
+
+// slicePlan lists the byte runs a selection needs, in output order.
+type slicePlan struct {
+	shape       []int64 // result shape
+	size        int64   // result bytes
+	outer       []dimSel
+	outerStride []int64 // bytes per step of each outer dimension
+	base        int64   // byte offset of the first run
+	runN        int64   // bytes per run
+}
+
+// plan turns a selection into runs. The innermost dimensions that are
+// selected whole (and the last partial one with step 1) form each run; the
+// remaining outer dimensions are iterated. Sub-byte dtypes must start and
+// end every run on a byte boundary.
+func plan(info TensorInfo, sel []dimSel) (*slicePlan, error) {
+	bits := uint64(info.DType.Bits())
+	p := &slicePlan{}
+	total := int64(1)
+	for _, s := range sel {
+		if s.keep {
+			p.shape = append(p.shape, s.count)
+		}
+		total *= s.count
+	}
+	if p.shape == nil {
+		p.shape = []int64{}
+	}
+	// stride in elements of each dimension
+	strides := make([]int64, len(sel))
+	acc := int64(1)
+	for d := len(sel) - 1; d >= 0; d-- {
+		strides[d] = acc
+		acc *= info.Shape[d]
+	}
+	// Find the split: dims [k:] make one contiguous run per outer position.
+	k := len(sel)
+	runElems := int64(1)
+	for k > 0 {
+		s := sel[k-1]
+		full := s.start == 0 && s.step == 1 && s.count == info.Shape[k-1]
+		if full {
+			runElems *= s.count
+			k--
+			continue
+		}
+		if s.step == 1 {
+			runElems *= s.count
+			k--
+		}
+		break
+	}
+	var startElem int64
+	for d, s := range sel {
+		startElem += s.start * strides[d]
+	}
+	if total == 0 {
+		return p, nil
+	}
+	check := func(elems int64) error {
+		if (uint64(elems)*bits)%8 != 0 {
+			return fmt.Errorf("slice does not fall on byte boundaries for %s (%w)", info.DType, ErrMisalignedSlice)
+		}
+		return nil
+	}
+	if err := check(startElem); err != nil {
+		return nil, err
+	}
+	if err := check(runElems); err != nil {
+		return nil, err
+	}
+	p.outer = sel[:k]
+	p.outerStride = make([]int64, k)
+	for d := range k {
+		step := sel[d].step * strides[d]
+		if err := check(step); err != nil {
+			return nil, err
+		}
+		p.outerStride[d] = int64(uint64(step) * bits / 8)
+	}
+	p.base = int64(uint64(startElem) * bits / 8)
+	p.runN = int64(uint64(runElems) * bits / 8)
+	p.size = int64(uint64(total) * bits / 8)
+	return p, nil
+}
+
+// runs calls f for each run in output order, merging adjacent ones.
+func (p *slicePlan) runs(f func(run) error) error {
+	if p.size == 0 {
+		return nil
+	}
+	pos := make([]int64, len(p.outer))
+	cur := run{off: p.base, n: 0}
+	for {
+		off := p.base
+		for d, i := range pos {
+			off += i * p.outerStride[d]
+		}
+		if cur.n > 0 && cur.off+cur.n == off {
+			cur.n += p.runN
+		} else {
+			if cur.n > 0 {
+				if err := f(cur); err != nil {
+					return err
+				}
+			}
+			cur = run{off: off, n: p.runN}
+		}
+		d := len(pos) - 1
+		for ; d >= 0; d-- {
+			pos[d]++
+			if pos[d] < p.outer[d].count {
+				break
+			}
+			pos[d] = 0
+		}
+		if d < 0 {
+			return f(cur)
+		}
+	}
+}
+
+// Slice returns the part of the tensor that idx selects, as a new tensor
+// whose bytes are in memory. Only the byte runs the selection covers are
+// read. Fewer indices than dimensions select the remaining dimensions whole.
+func (t *Tensor) Slice(idx ...Index) (*Tensor, error) {
+	sel, err := resolve(t.Shape, idx)
+	if err == nil {
+		var p *slicePlan
+		if p, err = plan(t.TensorInfo, sel); err == nil {
+			return t.readPlan(p)
+		}
+	}
+	return nil, t.wrapSliceError(err)
+}
+
+func (t *Tensor) wrapSliceError(err error) error {
+	e := tensorError(nil, t.Name, -1, "%v", err)
+	e.File = t.file
+	for _, s := range []error{ErrSliceOutOfRange, ErrInvalidSlice, ErrMisalignedSlice} {
+		if errors.Is(err, s) {
+			e.Err = s
+			e.Msg = strings.TrimSuffix(e.Msg, " ("+s.Error()+")")
+		}
+	}
+	return e
+}
+
+func (t *Tensor) readPlan(p *slicePlan) (*Tensor, error) {
+	out := make([]byte, 0, p.size)
+	err := p.runs(func(r run) error {
+		if t.data != nil || t.src == nil {
+			out = append(out, t.data[r.off:r.off+r.n]...)
+			return nil
+		}
+		start := len(out)
+		out = out[:start+int(r.n)]
+		n, err := t.src.ReadAt(out[start:], t.off+r.off)
+		if err != nil && !(err == io.EOF && int64(n) == r.n) {
+			return fmt.Errorf("reading %d bytes at byte %d: %v", r.n, t.off+r.off, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, t.errorf("%v", err)
+	}
+	info := TensorInfo{Name: t.Name, DType: t.DType, Shape: p.shape, DataOffsets: [2]int64{0, p.size}}
+	return &Tensor{TensorInfo: info, file: t.file, data: out}, nil
+}

@@ -1,0 +1,165 @@
+package safetensors
+
+import (
+	"encoding/binary"
+	"math"
+	"reflect"
+	"unsafe"
+)
+
+// Number lists the Go types a fixed-width tensor can be viewed as.
+type Number interface {
+	~int8 | ~uint8 | ~int16 | ~uint16 | ~int32 | ~uint32 | ~int64 | ~uint64 |
+		~float32 | ~float64 | ~complex64
+}
+
+// littleEndianHost is true on little-endian machines, where tensor bytes
+// can be viewed in place.
+var littleEndianHost = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// dtypesFor returns the dtypes whose elements a T can hold bit for bit:
+// uint8 also views BOOL, uint16 also views the raw bits of F16 and BF16.
+func dtypesFor[T Number]() []DType {
+	switch reflect.TypeFor[T]().Kind() {
+	case reflect.Int8:
+		return []DType{I8}
+	case reflect.Uint8:
+		return []DType{U8, BOOL}
+	case reflect.Int16:
+		return []DType{I16}
+	case reflect.Uint16:
+		return []DType{U16, F16, BF16}
+	case reflect.Int32:
+		return []DType{I32}
+	case reflect.Uint32:
+		return []DType{U32}
+	case reflect.Int64:
+		return []DType{I64}
+	case reflect.Uint64:
+		return []DType{U64}
+	case reflect.Float32:
+		return []DType{F32}
+	case reflect.Float64:
+		return []DType{F64}
+	case reflect.Complex64:
+		return []DType{C64}
+	}
+	return nil
+}
+
+// As returns the tensor's elements as a []T, where T matches the dtype
+// (float32 for F32, int64 for I64, uint8 for U8 and BOOL, uint16 for the raw
+// bits of F16 and BF16, and so on). On a little-endian host, for a mapped
+// file or an in-memory tensor whose bytes are suitably aligned, the result
+// is a zero-copy view: it must not be modified (the mapping is read-only) and
+// is valid only while the file is open. Otherwise the elements are copied.
+func As[T Number](t *Tensor) ([]T, error) {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	ok := false
+	for _, d := range dtypesFor[T]() {
+		if d == t.DType {
+			ok = true
+		}
+	}
+	if !ok {
+		e := tensorError(ErrDTypeMismatch, t.Name, -1, "dtype %s cannot be viewed as %T", t.DType, z)
+		e.File = t.file
+		return nil, e
+	}
+	n := int(t.Size()) / size
+	if n == 0 {
+		return []T{}, nil
+	}
+	if littleEndianHost && (t.data != nil || t.src == nil) {
+		if uintptr(unsafe.Pointer(&t.data[0]))%unsafe.Alignof(z) == 0 {
+			return unsafe.Slice((*T)(unsafe.Pointer(&t.data[0])), n), nil
+		}
+	}
+	out := make([]T, n)
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), n*size)
+	if _, err := t.ReadAt(raw, 0); err != nil {
+		return nil, err
+	}
+	if !littleEndianHost {
+		if t.DType == C64 {
+			size = 4 // two float32 halves
+		}
+		swapToHost(raw, size)
+	}
+	return out, nil
+}
+
+// swapToHost reverses each element's bytes (little-endian data on a
+// big-endian host); complex64 halves are swapped as two float32.
+func swapToHost(b []byte, size int) {
+	for i := 0; i+size <= len(b); i += size {
+		e := b[i : i+size]
+		for l, r := 0, size-1; l < r; l, r = l+1, r-1 {
+			e[l], e[r] = e[r], e[l]
+		}
+	}
+}
+
+// ToFloat32 returns the tensor's elements converted to float32. It accepts
+// F32, F64 (rounded), F16, BF16, F8_E4M3 and F8_E5M2 (exact), and the
+// integer dtypes (rounded where they exceed float32's 24-bit mantissa).
+func ToFloat32(t *Tensor) ([]float32, error) {
+	if t.DType == F32 {
+		v, err := As[float32](t)
+		if err != nil {
+			return nil, err
+		}
+		if t.mapped {
+			return append([]float32(nil), v...), nil
+		}
+		return v, nil
+	}
+	b, err := t.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	le := binary.LittleEndian
+	size := t.DType.Size()
+	if size == 0 || t.DType == C64 || t.DType == F8_E8M0 || t.DType == F8_E4M3FNUZ || t.DType == F8_E5M2FNUZ {
+		e := tensorError(ErrDTypeMismatch, t.Name, -1, "no conversion from %s to float32", t.DType)
+		e.File = t.file
+		return nil, e
+	}
+	out := make([]float32, len(b)/size)
+	for i := range out {
+		p := b[i*size:]
+		switch t.DType {
+		case F64:
+			out[i] = float32(math.Float64frombits(le.Uint64(p)))
+		case F16:
+			out[i] = F16ToFloat32(le.Uint16(p))
+		case BF16:
+			out[i] = BF16ToFloat32(le.Uint16(p))
+		case F8_E4M3:
+			out[i] = F8E4M3ToFloat32(p[0])
+		case F8_E5M2:
+			out[i] = F8E5M2ToFloat32(p[0])
+		case BOOL, U8:
+			out[i] = float32(p[0])
+		case I8:
+			out[i] = float32(int8(p[0]))
+		case I16:
+			out[i] = float32(int16(le.Uint16(p)))
+		case U16:
+			out[i] = float32(le.Uint16(p))
+		case I32:
+			out[i] = float32(int32(le.Uint32(p)))
+		case U32:
+			out[i] = float32(le.Uint32(p))
+		case I64:
+			out[i] = float32(int64(le.Uint64(p)))
+		case U64:
+			out[i] = float32(le.Uint64(p))
+		}
+	}
+	return out, nil
+}
