@@ -1,7 +1,6 @@
 package safetensors
 
 import (
-	"cmp"
 	"encoding/binary"
 	"iter"
 	"math"
@@ -147,12 +146,7 @@ func checkPrefix(prefix []byte, fileSize int64, o options) (uint64, error) {
 // order, sorts them into file order and returns the data section size. The
 // raw entries carry offsets and dims as parsed (uint64).
 func validate(raw []rawTensor) (uint64, error) {
-	slices.SortStableFunc(raw, func(a, b rawTensor) int {
-		if c := cmp.Compare(a.begin, b.begin); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.end, b.end)
-	})
+	sortRaw(raw)
 	var start uint64
 	for i := range raw {
 		r := &raw[i]
@@ -194,12 +188,18 @@ func validate(raw []rawTensor) (uint64, error) {
 // offsets no real file can reach.
 func toInfos(raw []rawTensor) ([]TensorInfo, error) {
 	infos := make([]TensorInfo, len(raw))
+	ndims := 0
+	for i := range raw {
+		ndims += len(raw[i].shape)
+	}
+	slab := make([]int64, ndims) // one allocation for every shape
 	for i := range raw {
 		r := &raw[i]
 		if r.end > math.MaxInt64 {
 			return nil, tensorError(ErrValidationOverflow, r.name, r.pos, "data_offsets [%d %d] exceed 2^63-1", r.begin, r.end)
 		}
-		shape := make([]int64, len(r.shape))
+		shape := slab[:len(r.shape):len(r.shape)]
+		slab = slab[len(r.shape):]
 		for j, d := range r.shape {
 			if d > math.MaxInt64 {
 				return nil, tensorError(ErrValidationOverflow, r.name, r.pos, "dimension %d of shape %v exceeds 2^63-1 (stricter than the reference)", j, r.shape)

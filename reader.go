@@ -53,6 +53,9 @@ func readHeaderAt(r io.ReaderAt, size int64, o options) (*Header, error) {
 	if err != nil {
 		return nil, err
 	}
+	if mem, ok := r.(bytesReaderAt); ok { // mapped: parse in place
+		return parseHeader(mem[8:8+hlen], hlen, size)
+	}
 	// hlen is at most the limit and fits inside size: allocation is justified.
 	buf := make([]byte, hlen)
 	if m, err := r.ReadAt(buf, 8); err != nil && !(errors.Is(err, io.EOF) && m == len(buf)) {
@@ -64,7 +67,7 @@ func readHeaderAt(r io.ReaderAt, size int64, o options) (*Header, error) {
 // parseHeader parses and validates header JSON b (length hlen from the
 // prefix); fileSize < 0 skips the check that the data fills the file.
 func parseHeader(b []byte, hlen uint64, fileSize int64) (*Header, error) {
-	raw, meta, warnings, err := parseHeaderJSON(b, 8, false)
+	raw, index, meta, warnings, err := parseHeaderJSON(b, 8, false)
 	var dup *duplicateKeyError
 	if errors.As(err, &dup) {
 		fe := dup.FormatError
@@ -83,20 +86,20 @@ func parseHeader(b []byte, hlen uint64, fileSize int64) (*Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	return finishHeader(raw, meta, warnings, hlen, fileSize)
+	return finishHeader(raw, index, meta, warnings, hlen, fileSize)
 }
 
 // parseHeader1 parses without the duplicate-key explanation.
 func parseHeader1(b []byte, hlen uint64, fileSize int64, lenient bool) (*Header, error) {
-	raw, meta, warnings, err := parseHeaderJSON(b, 8, lenient)
+	raw, index, meta, warnings, err := parseHeaderJSON(b, 8, lenient)
 	if err != nil {
 		return nil, err
 	}
-	return finishHeader(raw, meta, warnings, hlen, fileSize)
+	return finishHeader(raw, index, meta, warnings, hlen, fileSize)
 }
 
 // finishHeader validates parsed entries and builds the Header.
-func finishHeader(raw []rawTensor, meta map[string]string, warnings []string, hlen uint64, fileSize int64) (*Header, error) {
+func finishHeader(raw []rawTensor, index map[string]int, meta map[string]string, warnings []string, hlen uint64, fileSize int64) (*Header, error) {
 	end, err := validate(raw)
 	if err != nil {
 		return nil, err
@@ -114,9 +117,7 @@ func finishHeader(raw []rawTensor, meta map[string]string, warnings []string, hl
 	if err != nil {
 		return nil, err
 	}
-	h := &Header{Metadata: meta, Tensors: infos, Size: int64(hlen), Warnings: warnings}
-	h.buildIndex()
-	return h, nil
+	return &Header{Metadata: meta, Tensors: infos, Size: int64(hlen), Warnings: warnings, index: index}, nil
 }
 
 func describeSize(end, hlen uint64, over bool) string {

@@ -44,9 +44,11 @@ func (t *Tensor) Bytes() ([]byte, error) {
 }
 
 // Copy returns the tensor's bytes in a newly allocated slice that the caller
-// owns and that stays valid after the file is closed.
+// owns and that stays valid after the file is closed. For an open file it
+// reads with pread rather than through the mapping: as fast, and a file
+// truncated underneath gives an error instead of a fault.
 func (t *Tensor) Copy() ([]byte, error) {
-	if t.data == nil && t.src != nil {
+	if t.src != nil {
 		return t.readFresh()
 	}
 	out := make([]byte, len(t.data))

@@ -166,3 +166,14 @@ func checkFloats(t *testing.T, x *Tensor, want []float32) {
 		}
 	}
 }
+
+func TestParseDTypeCoversTable(t *testing.T) {
+	for _, d := range DTypes() {
+		if got, ok := ParseDType(d.String()); !ok || got != d {
+			t.Errorf("ParseDType(%q) = %v, %v", d.String(), got, ok)
+		}
+	}
+	if _, ok := ParseDType("f32"); ok {
+		t.Error("lower case accepted")
+	}
+}

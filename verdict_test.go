@@ -58,7 +58,7 @@ func TestVerdicts(t *testing.T) {
 					if !errors.As(err, &fe) {
 						t.Fatalf("%s: error %v is not a *FormatError", how, err)
 					}
-					duplicate := strings.Contains(err.Error(), "duplicate key")
+					duplicate := strings.Contains(err.Error(), "duplicate")
 					if (fe.Variant() != c.Variant && !duplicate) || !strings.Contains(err.Error(), c.Variant) {
 						t.Errorf("%s: got %v, want variant %s", how, err, c.Variant)
 					}

@@ -1,0 +1,219 @@
+package safetensors_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	peer "github.com/nlpodyssey/safetensors"
+
+	"github.com/gosafetensors/safetensors"
+)
+
+// Benchmarks compare, in the same run, against the physical limit (reading
+// or writing the same bytes with the os package) and against the Go peer
+// github.com/nlpodyssey/safetensors. Each reports "ratio" metrics: our time
+// divided by the other's, measured interleaved so machine noise hits both.
+//
+//	go test -run '^$' -bench . -benchtime 5x .
+
+// interleave runs each function b.N times, alternating, and reports each
+// one's ns/op and the ratio of the first to each of the others.
+func interleave(b *testing.B, names []string, fns ...func()) {
+	b.Helper()
+	total := make([]time.Duration, len(fns))
+	for range b.N {
+		for i, f := range fns {
+			start := time.Now()
+			f()
+			total[i] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	for i, name := range names {
+		b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N), "ns/"+name)
+		if i > 0 {
+			b.ReportMetric(float64(total[0])/float64(total[i]), "ratio-vs-"+name)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// manyTensorsFile writes a file with n small F32 tensors, like a model with
+// a huge header, and returns its path and bytes.
+func manyTensorsFile(b *testing.B, n int) (string, []byte) {
+	b.Helper()
+	tensors := make([]safetensors.TensorData, n)
+	data := make([]byte, 16)
+	for i := range tensors {
+		tensors[i] = safetensors.TensorData{Name: fmt.Sprintf("model.layers.%d.mlp.weight", i), DType: safetensors.F32, Shape: []int64{2, 2}, Data: data}
+	}
+	buf, err := safetensors.Marshal(tensors, map[string]string{"format": "pt"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "many.safetensors")
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path, buf
+}
+
+// BenchmarkValidate100kTensors: validating the header of a 100,000-tensor
+// file, against reading the same header bytes and against the Go peer.
+func BenchmarkValidate100kTensors(b *testing.B) {
+	path, buf := manyTensorsFile(b, 100_000)
+	hlen := int64(len(buf)) - 100_000*16
+	interleave(b, []string{"ours", "readheader", "nlpodyssey"},
+		func() {
+			f, err := safetensors.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		},
+		func() {
+			f, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := make([]byte, hlen)
+			if _, err := f.ReadAt(p, 0); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		},
+		func() {
+			if _, _, err := peer.ReadMetadata(buf); err != nil {
+				b.Fatal(err)
+			}
+		})
+}
+
+var (
+	bigOnce  sync.Once
+	bigDir   string
+	bigFiles = map[string]string{}
+)
+
+// bigFile writes (once per process) a file of n tensors of size bytes each,
+// with the same names in every file so that headers are alike.
+func bigFile(b *testing.B, n int, size int64) string {
+	b.Helper()
+	bigOnce.Do(func() {
+		var err error
+		if bigDir, err = os.MkdirTemp("", "stbench"); err != nil {
+			b.Fatal(err)
+		}
+	})
+	key := fmt.Sprintf("%dx%d", n, size)
+	if p, ok := bigFiles[key]; ok {
+		return p
+	}
+	infos := make([]safetensors.TensorInfo, n)
+	for i := range infos {
+		infos[i] = safetensors.TensorInfo{Name: fmt.Sprintf("layer.%04d.weight", i), DType: safetensors.F32, Shape: []int64{size / 4}}
+	}
+	path := filepath.Join(bigDir, key+".safetensors")
+	fw, err := safetensors.Create(path, infos, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunk := make([]byte, size)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	for _, t := range fw.Tensors() {
+		if err := fw.WriteTensor(t.Name, chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	bigFiles[key] = path
+	return path
+}
+
+// BenchmarkOpen1GiBvs1MiB: opening costs O(header), so a 1 GiB file opens
+// as fast as a 1 MiB file with the same header.
+func BenchmarkOpen1GiBvs1MiB(b *testing.B) {
+	big := bigFile(b, 1024, 1<<20)
+	small := bigFile(b, 1024, 1<<10)
+	open := func(p string) func() {
+		return func() {
+			f, err := safetensors.Open(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	interleave(b, []string{"open1GiB", "open1MiB"}, open(big), open(small))
+}
+
+// BenchmarkReadAll1GiB: copying every tensor of a 1 GiB file into fresh
+// memory, against os.ReadFile of the same file.
+func BenchmarkReadAll1GiB(b *testing.B) {
+	path := bigFile(b, 1024, 1<<20)
+	b.SetBytes(1 << 30)
+	interleave(b, []string{"ours", "readfile"},
+		func() {
+			f, err := safetensors.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for t, err := range f.All() {
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := t.Copy(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			f.Close()
+		},
+		func() {
+			if _, err := os.ReadFile(path); err != nil {
+				b.Fatal(err)
+			}
+		})
+}
+
+// BenchmarkWriteFile1GiB: WriteFile (atomic: temp file, fsync, rename)
+// against os.WriteFile of the same bytes, with and without an fsync.
+func BenchmarkWriteFile1GiB(b *testing.B) {
+	const n, size = 1024, 1 << 20
+	chunk := bytes.Repeat([]byte{1, 2, 3, 4}, size/4)
+	tensors := make([]safetensors.TensorData, n)
+	for i := range tensors {
+		tensors[i] = safetensors.TensorData{Name: fmt.Sprintf("layer.%04d.weight", i), DType: safetensors.F32, Shape: []int64{size / 4}, Data: chunk}
+	}
+	flat := bytes.Repeat(chunk, n)
+	dir := b.TempDir()
+	b.SetBytes(n * size)
+	interleave(b, []string{"ours", "oswritefile", "oswritefile+fsync"},
+		func() {
+			if err := safetensors.WriteFile(filepath.Join(dir, "a.safetensors"), tensors, nil); err != nil {
+				b.Fatal(err)
+			}
+		},
+		func() {
+			if err := os.WriteFile(filepath.Join(dir, "b.bin"), flat, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		},
+		func() {
+			f, err := os.Create(filepath.Join(dir, "c.bin"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Write(flat)
+			f.Sync()
+			f.Close()
+		})
+}

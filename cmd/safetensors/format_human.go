@@ -1,0 +1,150 @@
+package main
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// humanCount spells a parameter count the way the Hugging Face Hub does:
+// three significant digits, trailing zeros dropped, K/M/B/T suffixes
+// ("999", "1.5K", "137M", "8.03B").
+func humanCount(n int64) string {
+	if n < 0 {
+		return "-" + humanCount(-n)
+	}
+	if n < 1000 {
+		return strconv.FormatInt(n, 10)
+	}
+	units := []string{"K", "M", "B", "T", "Q"}
+	v := float64(n)
+	for u := range units {
+		v /= 1000
+		s, rolled := threeDigits(v)
+		if !rolled || u == len(units)-1 {
+			return s + units[u]
+		}
+		// Rounded up to 1000: say "1M", not "1000K".
+	}
+	panic("unreachable")
+}
+
+// threeDigits formats v (1 <= v < 1000) with three significant digits,
+// dropping trailing zeros; rolled reports that rounding reached 1000.
+func threeDigits(v float64) (s string, rolled bool) {
+	prec := 2
+	switch {
+	case v >= 99.95:
+		prec = 0
+	case v >= 9.995:
+		prec = 1
+	}
+	s = strconv.FormatFloat(v, 'f', prec, 64)
+	if r, _ := strconv.ParseFloat(s, 64); r >= 1000 {
+		return s, true
+	}
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s, false
+}
+
+// humanBytes spells a size in binary units with one decimal: "512 B",
+// "1.5 KiB", "1.2 GiB".
+func humanBytes(n int64) string {
+	if n < 1024 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v := float64(n)
+	for u := range units {
+		v /= 1024
+		if math.Round(v*10)/10 < 1024 || u == len(units)-1 {
+			return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[u]
+		}
+	}
+	panic("unreachable")
+}
+
+// groupDigits writes n with thousands separators: 137,022,464.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// formatShape writes a shape as [2, 3]; a scalar is [].
+func formatShape(shape []int64) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, d := range shape {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatInt(d, 10))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// display makes a name or value from a file safe to print on a terminal:
+// strings with control or invisible characters are quoted Go-style, so a
+// hostile tensor name cannot move the cursor or fake lines of output.
+func display(s string) string {
+	if s == "" {
+		return `""`
+	}
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// truncate shortens s to at most max runes, marking the cut.
+func truncate(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	return string([]rune(s)[:max-1]) + "…"
+}
+
+// width is the number of terminal columns s is assumed to take.
+func width(s string) int { return utf8.RuneCountInString(s) }
+
+// padRight and padLeft align table columns.
+func padRight(b *strings.Builder, s string, w int) {
+	b.WriteString(s)
+	for n := width(s); n < w; n++ {
+		b.WriteByte(' ')
+	}
+}
+
+func padLeft(b *strings.Builder, s string, w int) {
+	for n := width(s); n < w; n++ {
+		b.WriteByte(' ')
+	}
+	b.WriteString(s)
+}
+
+// plural writes "1 tensor", "2 tensors", "1,024 tensors".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return groupDigits(n) + " " + noun + "s"
+}

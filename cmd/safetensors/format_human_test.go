@@ -1,0 +1,59 @@
+package main
+
+import "testing"
+
+func TestHumanCount(t *testing.T) {
+	for n, want := range map[int64]string{
+		0:                 "0",
+		1:                 "1",
+		999:               "999",
+		1000:              "1K",
+		1500:              "1.5K",
+		1234:              "1.23K",
+		99_950:            "100K",
+		999_999:           "1M",
+		137_022_464:       "137M",
+		8_030_261_248:     "8.03B",
+		7_241_732_096:     "7.24B",
+		124_439_808:       "124M",
+		70_553_706_496:    "70.6B",
+		1_000_000_000_000: "1T",
+	} {
+		if got := humanCount(n); got != want {
+			t.Errorf("humanCount(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		0:              "0 B",
+		1023:           "1023 B",
+		1024:           "1.0 KiB",
+		1536:           "1.5 KiB",
+		1048575:        "1.0 MiB",
+		1288490189:     "1.2 GiB",
+		16_060_522_496: "15.0 GiB",
+	} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestGroupDigitsAndDisplay(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 137022464: "137,022,464", -1234: "-1,234"} {
+		if got := groupDigits(n); got != want {
+			t.Errorf("groupDigits(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if got := display("a\x1b[2Jb"); got != `"a\x1b[2Jb"` {
+		t.Errorf("display did not quote a control sequence: %q", got)
+	}
+	if got := display("model.layers.0.weight"); got != "model.layers.0.weight" {
+		t.Errorf("display changed a plain name: %q", got)
+	}
+	if got := formatShape(nil); got != "[]" {
+		t.Errorf("formatShape(nil) = %q", got)
+	}
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gosafetensors/safetensors"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newInspectCmd) }
+
+type inspectFlags struct {
+	json    bool
+	sort    string
+	filters []string
+	summary bool
+	long    bool
+}
+
+func newInspectCmd() *cobra.Command {
+	var fl inspectFlags
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "List tensors, parameter counts and metadata of a safetensors file",
+		Long: `Inspect lists the tensors of a safetensors file (name, dtype, shape,
+parameters, bytes) in file order, then totals like the Hugging Face Hub's:
+parameters exact and rounded (137M, 8.03B), parameters and bytes per dtype,
+the header size and the metadata. Only the header is read.
+
+Exit status: 0 ok, 1 the file is not a valid safetensors file, 2 it could
+not be read.`,
+		Example: `  safetensors inspect model.safetensors
+  safetensors inspect model.safetensors --filter '*.layers.0.*' --sort size
+  safetensors inspect model.safetensors --summary
+  safetensors inspect model.safetensors --json | jq .total_parameters`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runInspect(cmd.OutOrStdout(), args[0], fl)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&fl.json, "json", false, "print one JSON object (schema in the documentation)")
+	f.StringVar(&fl.sort, "sort", "offset", "order of the tensor list: offset (file order), name, size (largest first)")
+	f.StringArrayVar(&fl.filters, "filter", nil, "list only tensors whose name contains `PATTERN`, or matches it as a glob when it has * ? or [ (repeatable: any may match); totals cover the listed tensors")
+	f.BoolVarP(&fl.summary, "summary", "s", false, "print only the totals and metadata, not the tensor list")
+	f.BoolVarP(&fl.long, "long", "l", false, "also show each tensor's data_offsets")
+	return cmd
+}
+
+// inspectJSON is the --json output of inspect, one object:
+//
+//	{
+//	  "file":         string  the path as given
+//	  "file_size":    int     bytes
+//	  "header_size":  int     N, the header JSON length with padding; data starts at byte 8+N
+//	  "tensor_count": int     number of tensors in the file (before --filter)
+//	  "tensors": [            file order unless --sort; only those matching --filter
+//	    {"name": string, "dtype": string, "shape": [int], "data_offsets": [begin, end],
+//	     "parameters": int, "bytes": int}
+//	  ],
+//	  "metadata":            {string: string}   {} when the file has none
+//	  "total_parameters":    int                over the listed tensors; a scalar counts 1
+//	  "total_bytes":         int                over the listed tensors
+//	  "parameters_by_dtype": {dtype: int}
+//	  "bytes_by_dtype":      {dtype: int}
+//	  "warnings":            [string]           [] when none
+//	}
+//
+// data_offsets are relative to the start of the data section, as in the file.
+type inspectJSON struct {
+	File              string            `json:"file"`
+	FileSize          int64             `json:"file_size"`
+	HeaderSize        int64             `json:"header_size"`
+	TensorCount       int               `json:"tensor_count"`
+	Tensors           []tensorJSON      `json:"tensors"`
+	Metadata          map[string]string `json:"metadata"`
+	TotalParameters   int64             `json:"total_parameters"`
+	TotalBytes        int64             `json:"total_bytes"`
+	ParametersByDType map[string]int64  `json:"parameters_by_dtype"`
+	BytesByDType      map[string]int64  `json:"bytes_by_dtype"`
+	Warnings          []string          `json:"warnings"`
+}
+
+type tensorJSON struct {
+	Name        string   `json:"name"`
+	DType       string   `json:"dtype"`
+	Shape       []int64  `json:"shape"`
+	DataOffsets [2]int64 `json:"data_offsets"`
+	Parameters  int64    `json:"parameters"`
+	Bytes       int64    `json:"bytes"`
+}
+
+// dtypeTotal accumulates one dtype's share.
+type dtypeTotal struct {
+	dtype         safetensors.DType
+	params, bytes int64
+}
+
+func runInspect(w io.Writer, file string, fl inspectFlags) error {
+	switch fl.sort {
+	case "offset", "name", "size":
+	default:
+		return usageError("--sort %q: want offset, name or size", fl.sort)
+	}
+	for _, p := range fl.filters {
+		if _, err := path.Match(p, ""); err != nil {
+			return usageError("--filter %q: %v", p, err)
+		}
+	}
+	f, err := safetensors.Open(file)
+	if err != nil {
+		return fileProblem(file, err)
+	}
+	defer f.Close()
+
+	tensors := selectTensors(f.Tensors, fl.filters)
+	switch fl.sort {
+	case "name":
+		slices.SortFunc(tensors, func(a, b safetensors.TensorInfo) int { return strings.Compare(a.Name, b.Name) })
+	case "size":
+		slices.SortStableFunc(tensors, func(a, b safetensors.TensorInfo) int { return cmp.Compare(b.Size(), a.Size()) })
+	}
+	var totalParams, totalBytes int64
+	byDType := map[safetensors.DType]*dtypeTotal{}
+	for _, t := range tensors {
+		n := t.NumElements()
+		totalParams += n
+		totalBytes += t.Size()
+		d := byDType[t.DType]
+		if d == nil {
+			d = &dtypeTotal{dtype: t.DType}
+			byDType[t.DType] = d
+		}
+		d.params += n
+		d.bytes += t.Size()
+	}
+
+	if fl.json {
+		out := inspectJSON{
+			File:              file,
+			FileSize:          f.FileSize(),
+			HeaderSize:        f.Header.Size,
+			TensorCount:       len(f.Tensors),
+			Tensors:           make([]tensorJSON, len(tensors)),
+			Metadata:          f.Metadata,
+			TotalParameters:   totalParams,
+			TotalBytes:        totalBytes,
+			ParametersByDType: map[string]int64{},
+			BytesByDType:      map[string]int64{},
+			Warnings:          f.Warnings,
+		}
+		for i, t := range tensors {
+			shape := t.Shape
+			if shape == nil {
+				shape = []int64{}
+			}
+			out.Tensors[i] = tensorJSON{Name: t.Name, DType: t.DType.String(), Shape: shape,
+				DataOffsets: t.DataOffsets, Parameters: t.NumElements(), Bytes: t.Size()}
+		}
+		if out.Metadata == nil {
+			out.Metadata = map[string]string{}
+		}
+		if out.Warnings == nil {
+			out.Warnings = []string{}
+		}
+		for d, v := range byDType {
+			out.ParametersByDType[d.String()] = v.params
+			out.BytesByDType[d.String()] = v.bytes
+		}
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		if len(out.Tensors) <= 1000 {
+			enc.SetIndent("", "  ")
+		}
+		return enc.Encode(out)
+	}
+
+	var b strings.Builder
+	if !fl.summary && len(tensors) > 0 {
+		writeTensorTable(&b, tensors, fl.long)
+		b.WriteByte('\n')
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	b.Reset()
+
+	// Totals, like the Hub's "Model size: 8.03B params, Tensor type: BF16".
+	fmt.Fprintf(&b, "file        %s (%s)\n", display(file), humanBytes(f.FileSize()))
+	if len(fl.filters) > 0 {
+		fmt.Fprintf(&b, "tensors     %s of %s match\n", groupDigits(int64(len(tensors))), groupDigits(int64(len(f.Tensors))))
+	} else {
+		fmt.Fprintf(&b, "tensors     %s\n", groupDigits(int64(len(tensors))))
+	}
+	fmt.Fprintf(&b, "parameters  %s (%s)\n", humanCount(totalParams), groupDigits(totalParams))
+	fmt.Fprintf(&b, "bytes       %s (%s)\n", humanBytes(totalBytes), groupDigits(totalBytes))
+	if len(byDType) > 0 {
+		totals := make([]*dtypeTotal, 0, len(byDType))
+		for _, d := range byDType {
+			totals = append(totals, d)
+		}
+		slices.SortFunc(totals, func(a, b *dtypeTotal) int {
+			return cmp.Or(cmp.Compare(b.params, a.params), cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.dtype, b.dtype))
+		})
+		rows := [][]string{}
+		for _, d := range totals {
+			pct := "-"
+			if totalParams > 0 {
+				pct = fmt.Sprintf("%.1f%%", 100*float64(d.params)/float64(totalParams))
+			}
+			rows = append(rows, []string{d.dtype.String(), humanCount(d.params) + " params", groupDigits(d.params), pct, humanBytes(d.bytes)})
+		}
+		b.WriteString("by dtype\n")
+		writeColumns(&b, "  ", rows, []bool{false, true, true, true, true})
+	}
+	fmt.Fprintf(&b, "header      %s bytes, data starts at byte %s\n", groupDigits(f.Header.Size), groupDigits(f.DataOffset()))
+	if len(f.Metadata) > 0 {
+		b.WriteString("metadata\n")
+		keys := make([]string, 0, len(f.Metadata))
+		for k := range f.Metadata {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			v := f.Metadata[k]
+			shown := truncate(display(v), 200)
+			if shown != display(v) {
+				shown += fmt.Sprintf(" (%s bytes; --json shows all)", groupDigits(int64(len(v))))
+			}
+			fmt.Fprintf(&b, "  %s = %s\n", display(k), shown)
+		}
+	}
+	for _, warn := range f.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", display(warn))
+	}
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// selectTensors returns a copy of the tensors whose names match any filter
+// (all of them when there are no filters).
+func selectTensors(all []safetensors.TensorInfo, filters []string) []safetensors.TensorInfo {
+	if len(filters) == 0 {
+		return slices.Clone(all)
+	}
+	var out []safetensors.TensorInfo
+	for _, t := range all {
+		for _, p := range filters {
+			if matchName(p, t.Name) {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// matchName matches a glob when the pattern has glob characters, else a
+// substring.
+func matchName(pattern, name string) bool {
+	if strings.ContainsAny(pattern, "*?[") {
+		ok, _ := path.Match(pattern, name)
+		return ok
+	}
+	return strings.Contains(name, pattern)
+}
+
+// writeTensorTable writes one row per tensor, columns aligned.
+func writeTensorTable(b *strings.Builder, tensors []safetensors.TensorInfo, long bool) {
+	header := []string{"NAME", "DTYPE", "SHAPE", "PARAMS", "BYTES"}
+	right := []bool{false, false, false, true, true}
+	if long {
+		header = append(header, "OFFSETS")
+		right = append(right, false)
+	}
+	rows := make([][]string, 0, len(tensors)+1)
+	rows = append(rows, header)
+	for _, t := range tensors {
+		row := []string{display(t.Name), t.DType.String(), formatShape(t.Shape), groupDigits(t.NumElements()), humanBytes(t.Size())}
+		if long {
+			row = append(row, fmt.Sprintf("[%d, %d]", t.DataOffsets[0], t.DataOffsets[1]))
+		}
+		rows = append(rows, row)
+	}
+	writeColumns(b, "", rows, right)
+}
+
+// writeColumns writes rows as aligned columns separated by two spaces,
+// right-aligning the columns marked in right. The last column is not padded
+// when left-aligned.
+func writeColumns(b *strings.Builder, indent string, rows [][]string, right []bool) {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], width(c))
+		}
+	}
+	for _, r := range rows {
+		b.WriteString(indent)
+		for i, c := range r {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			switch {
+			case right[i]:
+				padLeft(b, c, widths[i])
+			case i == len(r)-1:
+				b.WriteString(c)
+			default:
+				padRight(b, c, widths[i])
+			}
+		}
+		b.WriteByte('\n')
+	}
+}

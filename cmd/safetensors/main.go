@@ -1,0 +1,128 @@
+// Command safetensors inspects, validates and extracts tensors from
+// safetensors files.
+//
+//	safetensors inspect model.safetensors        tensors, parameter counts, metadata
+//	safetensors validate *.safetensors           check files, explain what is wrong
+//	safetensors get model.safetensors NAME -o x.npy
+//
+// Results go to stdout, diagnostics to stderr. Exit status: 0 ok, 1 problems
+// found (an invalid file, a missing tensor), 2 could not check (unreadable
+// file, bad usage).
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3";
+// otherwise the module version from the build info is used.
+var version = ""
+
+// Exit statuses.
+const (
+	exitOK       = 0
+	exitProblems = 1 // something is wrong with the input
+	exitNoCheck  = 2 // the input could not be checked: unreadable, bad usage
+)
+
+var subcommands []func() *cobra.Command
+
+// register adds a subcommand; subcommand files call it from init().
+func register(newCmd func() *cobra.Command) {
+	subcommands = append(subcommands, newCmd)
+}
+
+// exitError makes the process exit with Code after printing Err (if non-nil) to stderr.
+type exitError struct {
+	Code int
+	Err  error
+}
+
+func (e *exitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.Err }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args, writing results to stdout and
+// diagnostics to stderr, and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	// Output is buffered: a 100k-line table must not cost 100k write calls.
+	// Commands that report progressively call flush.
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(stderr)
+	root.SetIn(os.Stdin)
+	cmd, err := root.ExecuteC()
+	if ferr := out.Flush(); ferr != nil && err == nil {
+		err = &exitError{Code: exitNoCheck, Err: fmt.Errorf("writing output: %w", ferr)}
+	}
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintf(stderr, "safetensors: %v\n", ee.Err)
+		}
+		return ee.Code
+	}
+	fmt.Fprintf(stderr, "safetensors: %v\n", err)
+	if cmd != nil {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return exitNoCheck
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "safetensors",
+		Short: "Inspect, validate and extract tensors from safetensors files",
+		Long: `safetensors inspects, validates and extracts tensors from safetensors files.
+
+Results go to stdout, diagnostics to stderr. Exit status: 0 ok, 1 problems
+found (an invalid file, a missing tensor), 2 could not check (unreadable
+file, bad usage).`,
+		Version:       buildVersion(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	for _, newCmd := range subcommands {
+		root.AddCommand(newCmd())
+	}
+	return root
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// flush writes out buffered output, for commands that report file by file.
+func flush(w io.Writer) {
+	if f, ok := w.(interface{ Flush() error }); ok {
+		f.Flush()
+	}
+}
