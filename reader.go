@@ -220,3 +220,27 @@ func (h *Header) lookup(name string) (int, bool) {
 	}
 	return 0, false
 }
+
+// ReadAll reads the whole data section into one newly allocated buffer and
+// returns every tensor, in file order, backed by its own part of it: the
+// fastest way to load a file into memory (one read, one allocation), like
+// the reference's load_file. The tensors stay valid after the file is closed.
+func (r *Reader) ReadAll() ([]*Tensor, error) {
+	if r.src == nil && r.mem == nil {
+		return nil, ErrClosed
+	}
+	size := r.DataSize()
+	buf := make([]byte, size)
+	if size > 0 {
+		n, err := r.src.ReadAt(buf, r.DataOffset())
+		if err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
+			return nil, withFile(newError(nil, r.DataOffset()+int64(n), "reading the %d-byte data section: %v", size, err), r.name)
+		}
+	}
+	out := make([]*Tensor, len(r.Tensors))
+	for i, info := range r.Tensors {
+		b, e := info.DataOffsets[0], info.DataOffsets[1]
+		out[i] = &Tensor{TensorInfo: info, file: r.name, data: buf[b:e:e]}
+	}
+	return out, nil
+}

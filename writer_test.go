@@ -258,3 +258,31 @@ func TestClosedFile(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+func TestReadAll(t *testing.T) {
+	path := "testdata/torch/tiny_transformer.safetensors"
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := f.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for x, err := range f.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[x.Name], _ = x.Copy()
+	}
+	f.Close()
+	if len(all) != len(want) {
+		t.Fatalf("%d tensors, want %d", len(all), len(want))
+	}
+	for _, x := range all { // still valid after Close
+		if b, _ := x.Bytes(); !bytes.Equal(b, want[x.Name]) {
+			t.Fatalf("tensor %q differs", x.Name)
+		}
+	}
+}
