@@ -1,0 +1,228 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gosafetensors/safetensors/convert"
+	"github.com/gosafetensors/safetensors/torch"
+)
+
+func init() { register(newConvertCmd) }
+
+type convertFlags struct {
+	key         string
+	prefer      []string
+	discard     []string
+	keepAliases bool
+	noVerify    bool
+	force       bool
+	dryRun      bool
+}
+
+func newConvertCmd() *cobra.Command {
+	var fl convertFlags
+	cmd := &cobra.Command{
+		Use:   "convert IN [OUT]",
+		Short: "Convert a PyTorch checkpoint (.bin .pt .pth .ckpt) to safetensors, without running it",
+		Long: `Convert a PyTorch checkpoint to safetensors. The pickle is decoded by an
+inert interpreter with an allowlist: nothing in the file is ever executed, and
+a file that would run code is refused, naming the offending global.
+
+IN is a checkpoint file or a directory. OUT defaults to the Hugging Face name
+beside IN: pytorch_model.bin -> model.safetensors,
+pytorch_model-00001-of-00002.bin -> model-00001-of-00002.safetensors, X.pt ->
+X.safetensors. For a directory, its pytorch_model*.bin.index.json shards are
+converted and model.safetensors.index.json written (else pytorch_model.bin,
+else every .bin/.pt/.pth/.ckpt); OUT is then an output directory.
+
+The state dict is unwrapped from training checkpoints ("state_dict", or
+"model" beside optimizer state; --key picks another entry). Optimizer state
+and non-tensor values are skipped and listed. Tied weights (names that are the
+identical view of one storage) are written once, as Hugging Face's convert.py
+does, and recorded in __metadata__ as removed -> kept; every other view is
+written as its own contiguous tensor. The output is re-read and compared by
+SHA-256 before it appears under its name.
+
+Exit status: 0 converted, 1 refused (dangerous, unsupported or corrupt
+input), 2 could not read or write (or the output exists: use --force).`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := ""
+			if len(args) == 2 {
+				out = args[1]
+			}
+			return runConvert(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, fl)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.key, "key", "", "convert this entry of the checkpoint (e.g. state_dict, model, ema)")
+	f.StringArrayVar(&fl.prefer, "prefer", nil, "among tied names, keep this one (repeatable)")
+	f.StringArrayVar(&fl.discard, "discard", nil, "among tied names, do not keep this one (repeatable)")
+	f.BoolVar(&fl.keepAliases, "keep-aliases", false, "write every tied name as its own copy")
+	f.BoolVar(&fl.noVerify, "no-verify", false, "do not hash the source and re-read the output")
+	f.BoolVarP(&fl.force, "force", "f", false, "overwrite existing outputs")
+	f.BoolVarP(&fl.dryRun, "dry-run", "n", false, "show what would be written, write nothing")
+	return cmd
+}
+
+func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error {
+	opt := convert.Options{
+		Key: fl.key, Prefer: fl.prefer, Discard: fl.discard,
+		KeepAliases: fl.keepAliases, NoVerify: fl.noVerify, Overwrite: fl.force,
+	}
+	st, err := os.Stat(in)
+	if err != nil {
+		return &exitError{Code: exitNoCheck, Err: err}
+	}
+	if st.IsDir() {
+		if out == "" {
+			out = in
+		}
+		if fl.dryRun {
+			return usageError("--dry-run takes a checkpoint file, not a directory")
+		}
+		return convertDir(stdout, stderr, in, out, opt)
+	}
+	if out == "" {
+		out = convert.OutputName(in)
+	} else if ost, err := os.Stat(out); err == nil && ost.IsDir() {
+		out = filepath.Join(out, filepath.Base(convert.OutputName(in)))
+	}
+	if fl.dryRun {
+		rep, err := convert.PlanFile(in, opt)
+		if err != nil {
+			return convertError(err)
+		}
+		printPlan(stdout, rep)
+		fmt.Fprintf(stdout, "would convert %s -> %s: %s\n", in, out, summary(rep))
+		return nil
+	}
+	bar := newProgress(stderr, "converting "+filepath.Base(in), 0)
+	if bar != nil {
+		opt.Progress = func(w, total int64) { bar.total = total; bar.update(w) }
+	}
+	rep, err := convert.File(in, out, opt)
+	bar.done()
+	if err != nil {
+		return convertError(err)
+	}
+	printNotes(stderr, rep)
+	fmt.Fprintf(stdout, "converted %s -> %s: %s\n", in, out, summary(rep))
+	return nil
+}
+
+func convertDir(stdout, stderr io.Writer, in, out string, opt convert.Options) error {
+	bar := newProgress(stderr, "converting "+filepath.Base(filepath.Clean(in)), 0)
+	if bar != nil {
+		opt.Progress = func(w, total int64) { bar.total = total; bar.update(w) }
+	}
+	rep, err := convert.Dir(in, out, opt)
+	bar.done()
+	if err != nil {
+		return convertError(err)
+	}
+	for _, f := range rep.Ignored {
+		fmt.Fprintf(stderr, "note: not converted: %s\n", filepath.Join(in, f))
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	for _, r := range rep.Files {
+		printNotes(stderr, r)
+		fmt.Fprintf(stdout, "converted %s -> %s: %s\n", r.Input, r.Output, summary(r))
+	}
+	for _, ix := range rep.Indexes {
+		fmt.Fprintf(stdout, "wrote %s\n", ix)
+	}
+	return nil
+}
+
+// convertError maps an error to the exit status: 1 for input that is
+// refused, 2 for anything that could not be read or written.
+func convertError(err error) error {
+	if errors.Is(err, convert.ErrExists) {
+		return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%w (use --force to replace it)", err)}
+	}
+	for _, kind := range []error{torch.ErrNotAllowed, torch.ErrUnsupported, torch.ErrCorrupt, torch.ErrLimit, convert.ErrInput} {
+		if errors.Is(err, kind) {
+			return &exitError{Code: exitProblems, Err: err}
+		}
+	}
+	return &exitError{Code: exitNoCheck, Err: err}
+}
+
+func summary(r *convert.Report) string {
+	parts := []string{plural(int64(len(r.Tensors)), "tensor"), humanBytes(r.Bytes)}
+	if n := len(r.Removed); n > 0 {
+		parts = append(parts, countOf(n, "alias", "aliases")+" removed")
+	}
+	if n := len(r.Skipped); n > 0 {
+		parts = append(parts, countOf(n, "entry", "entries")+" skipped")
+	}
+	if r.Unwrapped != "" {
+		parts = append(parts, "from "+r.Unwrapped)
+	}
+	switch {
+	case r.Verified:
+		parts = append(parts, "verified")
+	case r.Output != "":
+		parts = append(parts, "not verified")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return groupDigits(int64(n)) + " " + many
+}
+
+// printNotes lists what was not written as its own tensor, grouped.
+func printNotes(w io.Writer, r *convert.Report) {
+	for _, a := range r.Removed {
+		fmt.Fprintf(w, "note: %s is the same tensor as %s; written once, recorded in __metadata__\n", display(a.Name), display(a.Kept))
+	}
+	byReason := map[string][]string{}
+	var reasons []string
+	for _, s := range r.Skipped {
+		if _, ok := byReason[s.Reason]; !ok {
+			reasons = append(reasons, s.Reason)
+		}
+		byReason[s.Reason] = append(byReason[s.Reason], display(s.Name))
+	}
+	for _, reason := range reasons {
+		names := byReason[reason]
+		more := ""
+		if len(names) > 6 {
+			more = fmt.Sprintf(", ... (%d more)", len(names)-6)
+			names = names[:6]
+		}
+		fmt.Fprintf(w, "note: skipped %s (%s): %s%s\n", countOf(len(byReason[reason]), "entry", "entries"), reason, strings.Join(names, ", "), more)
+	}
+}
+
+func printPlan(w io.Writer, r *convert.Report) {
+	var rows [][]string
+	for _, t := range r.Tensors {
+		note := ""
+		if t.Name != t.Source {
+			note = "from " + display(t.Source)
+		}
+		if t.Materialized {
+			note = strings.TrimSpace(note + " strided view, copied contiguous")
+		}
+		rows = append(rows, []string{display(t.Name), t.DType, formatShape(t.Shape), humanBytes(t.Bytes), note})
+	}
+	var b strings.Builder
+	writeColumns(&b, "", rows, []bool{false, false, false, true, false})
+	io.WriteString(w, b.String())
+	printNotes(w, r)
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gosafetensors/safetensors"
+)
+
+func copyTestFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names
+}
+
+func tensorNames(t *testing.T, path string) ([]string, map[string]string) {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return f.Names(), f.Metadata
+}
+
+func TestConvertCmd(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "pytorch_model.bin")
+	copyTestFile(t, torchDir+"tied_weights.pt", in)
+
+	code, out, errOut := runCLI(t, "convert", in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := filepath.Join(dir, "model.safetensors")
+	if !strings.Contains(out, "converted "+in+" -> "+want+": 4 tensors, 256 B, 1 alias removed, verified") {
+		t.Errorf("stdout %q", out)
+	}
+	if !strings.Contains(errOut, "model.embed_tokens.weight is the same tensor as lm_head.weight") {
+		t.Errorf("stderr %q", errOut)
+	}
+	names, md := tensorNames(t, want)
+	if len(names) != 4 || md["model.embed_tokens.weight"] != "lm_head.weight" || md["format"] != "pt" {
+		t.Errorf("output %v %v", names, md)
+	}
+
+	// The output exists now: refused with exit 2 unless --force.
+	code, _, errOut = runCLI(t, "convert", in)
+	if code != 2 || !strings.Contains(errOut, "--force") {
+		t.Errorf("existing output: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "convert", "--force", "--keep-aliases", in)
+	if code != 0 {
+		t.Fatalf("--force: exit %d %s", code, errOut)
+	}
+	if names, md := tensorNames(t, want); len(names) != 5 || len(md) != 1 {
+		t.Errorf("--keep-aliases: %v %v", names, md)
+	}
+	code, _, errOut = runCLI(t, "convert", "-f", "--prefer", "model.embed_tokens.weight", "--no-verify", in, filepath.Join(dir, "p.safetensors"))
+	if code != 0 {
+		t.Fatalf("--prefer: exit %d %s", code, errOut)
+	}
+	if _, md := tensorNames(t, filepath.Join(dir, "p.safetensors")); md["lm_head.weight"] != "model.embed_tokens.weight" {
+		t.Errorf("--prefer: metadata %v", md)
+	}
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"model.safetensors", "p.safetensors", "pytorch_model.bin"}) {
+		t.Errorf("dir holds %v", got)
+	}
+}
+
+func TestConvertCmdOutDirAndKey(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "convert", "--key", "optimizer.state", torchDir+"checkpoint_nested.pt", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "from optimizer.state") || !slices.Equal(dirNames(t, dir), []string{"checkpoint_nested.safetensors"}) {
+		t.Errorf("stdout %q, dir %v", out, dirNames(t, dir))
+	}
+	code, _, errOut = runCLI(t, "convert", "--key", "nope", torchDir+"checkpoint_nested.pt", filepath.Join(dir, "x.safetensors"))
+	if code != 1 || !strings.Contains(errOut, `no entry "nope"`) {
+		t.Errorf("missing key: exit %d %q", code, errOut)
+	}
+}
+
+func TestConvertCmdDryRun(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "c.pt")
+	copyTestFile(t, torchDir+"checkpoint_nested.pt", in)
+	code, out, errOut := runCLI(t, "convert", "-n", in)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	for _, s := range []string{"would convert", "h.0.q_proj.weight", "skipped 48 entries (optimizer state)", "from state_dict"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("dry run output lacks %q:\n%s", s, out)
+		}
+	}
+	if got := dirNames(t, dir); len(got) != 1 {
+		t.Errorf("dry run wrote %v", got)
+	}
+}
+
+func TestConvertCmdRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		in, mention string
+		code        int
+	}{
+		{"../../testdata/malicious/torch_zip_os_system.bin", "posix.system", 1},
+		{"../../testdata/malicious/reduce_builtins_eval_p2.pkl", "eval", 1},
+		{"../../testdata/unsupported/whole_module.pt", "__main__.TinyConvNet", 1},
+		{"../../testdata/unsupported/sparse_coo.pt", "_rebuild_sparse_tensor", 1},
+		{"../../testdata/broken/truncated_zip_half.bin", "truncated_zip_half.bin", 1},
+		{"../../testdata/broken/empty_file.pt", "empty", 1},
+		{filepath.Join(dir, "missing.pt"), "no such file", 2},
+	} {
+		code, out, errOut := runCLI(t, "convert", tc.in, filepath.Join(dir, "out.safetensors"))
+		if code != tc.code || !strings.Contains(errOut, tc.mention) || out != "" {
+			t.Errorf("%s: exit %d (want %d), stdout %q, stderr %q (want mention of %q)", tc.in, code, tc.code, out, errOut, tc.mention)
+		}
+	}
+	if got := dirNames(t, dir); len(got) != 0 {
+		t.Errorf("refused conversions left %v", got)
+	}
+	if _, err := os.Stat("/tmp/pwned_marker"); err == nil {
+		t.Error("/tmp/pwned_marker exists")
+	}
+}
+
+func TestConvertCmdDir(t *testing.T) {
+	dir := t.TempDir()
+	copyTestFile(t, torchDir+"tiny_transformer.bin", filepath.Join(dir, "pytorch_model.bin"))
+	copyTestFile(t, "../../testdata/malicious/raw_pickle_os_system.bin", filepath.Join(dir, "training_args.bin"))
+	code, out, errOut := runCLI(t, "convert", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "model.safetensors: 35 tensors") || !strings.Contains(errOut, "not converted: "+filepath.Join(dir, "training_args.bin")) {
+		t.Errorf("stdout %q stderr %q", out, errOut)
+	}
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"model.safetensors", "pytorch_model.bin", "training_args.bin"}) {
+		t.Errorf("dir holds %v", got)
+	}
+}
+
+func TestConvertCmdUsage(t *testing.T) {
+	for _, args := range [][]string{{"convert"}, {"convert", "a", "b", "c"}, {"convert", "--bogus", "x"}} {
+		if code, _, _ := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}

@@ -1,0 +1,313 @@
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gosafetensors/safetensors/internal/atomicfile"
+	"github.com/gosafetensors/safetensors/torch"
+)
+
+// checkpointExts are the file extensions Dir converts when there is no
+// index.
+var checkpointExts = []string{".bin", ".pt", ".pth", ".ckpt"}
+
+// trainerFiles are pickles a Hugging Face Trainer checkpoint directory holds
+// beside the weights; they are not weights and are not converted.
+var trainerFiles = []string{"training_args.bin", "optimizer.pt", "optimizer.bin", "scheduler.pt", "scaler.pt"}
+
+// OutputName returns the safetensors file name for a checkpoint file name,
+// following Hugging Face's naming: pytorch_model.bin -> model.safetensors,
+// pytorch_model-00001-of-00002.bin -> model-00001-of-00002.safetensors,
+// anything else <stem>.safetensors. Only the base name is changed.
+func OutputName(path string) string {
+	dir, base := filepath.Split(path)
+	if rest, ok := strings.CutPrefix(base, "pytorch_model"); ok {
+		base = "model" + rest
+	}
+	ext := filepath.Ext(base)
+	if slices.Contains(checkpointExts, strings.ToLower(ext)) {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return filepath.Join(dir, base+".safetensors")
+}
+
+// IndexOutputName returns the index name for a checkpoint index name:
+// pytorch_model.bin.index.json -> model.safetensors.index.json.
+func IndexOutputName(path string) string {
+	return OutputName(strings.TrimSuffix(path, ".index.json")) + ".index.json"
+}
+
+// DirReport describes the conversion of a directory.
+type DirReport struct {
+	Input, Output string    // directories
+	Files         []*Report // one per converted checkpoint
+	Indexes       []string  // index files written
+	Ignored       []string  // files in Input that were not converted (trainer state)
+	Warnings      []string  // index entries that disagree with the shards
+	Bytes         int64     // tensor data bytes over all files
+}
+
+type dirJob struct {
+	in, out string
+	ckpt    *torch.Checkpoint
+	plan    *Plan
+}
+
+type indexJob struct {
+	in, out string
+	raw     map[string]json.RawMessage
+	shards  []string // checkpoint base names, sorted
+	wmap    map[string]string
+}
+
+// Dir converts the checkpoints in the directory in to safetensors files in
+// outDir (which may be in). With a *.bin.index.json (or .pt/.pth/.ckpt)
+// index, its shards are converted and a safetensors index written, with
+// weight_map renamed to the new shard names, dropped aliases removed and
+// total_size recomputed; else pytorch_model.bin if present; else every
+// *.bin, *.pt, *.pth and *.ckpt except a Trainer's optimizer and argument
+// pickles. Every input is read and planned before anything is written;
+// if a write fails, the outputs already written by this call are removed.
+func Dir(in, outDir string, opt Options) (*DirReport, error) {
+	rep := &DirReport{Input: in, Output: outDir}
+	ents, err := os.ReadDir(in)
+	if err != nil {
+		return nil, err
+	}
+	var indexes []*indexJob
+	var files []string
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if stem, ok := strings.CutSuffix(name, ".index.json"); ok && slices.Contains(checkpointExts, strings.ToLower(filepath.Ext(stem))) {
+			ij, err := readIndex(filepath.Join(in, name))
+			if err != nil {
+				return nil, err
+			}
+			ij.out = filepath.Join(outDir, IndexOutputName(name))
+			indexes = append(indexes, ij)
+			continue
+		}
+		if slices.Contains(checkpointExts, strings.ToLower(filepath.Ext(name))) {
+			files = append(files, name)
+		}
+	}
+	var todo []string
+	switch {
+	case len(indexes) > 0:
+		seen := map[string]bool{}
+		for _, ij := range indexes {
+			for _, s := range ij.shards {
+				if !seen[s] {
+					seen[s] = true
+					todo = append(todo, s)
+				}
+			}
+		}
+		for _, f := range files {
+			if !seen[f] {
+				rep.Ignored = append(rep.Ignored, f)
+			}
+		}
+	case slices.Contains(files, "pytorch_model.bin"):
+		todo = []string{"pytorch_model.bin"}
+		for _, f := range files {
+			if f != "pytorch_model.bin" {
+				rep.Ignored = append(rep.Ignored, f)
+			}
+		}
+	default:
+		for _, f := range files {
+			if slices.Contains(trainerFiles, f) || strings.HasPrefix(f, "rng_state") {
+				rep.Ignored = append(rep.Ignored, f)
+			} else {
+				todo = append(todo, f)
+			}
+		}
+	}
+	if len(todo) == 0 {
+		return nil, fmt.Errorf("%w: %s holds no PyTorch checkpoint (*.bin, *.pt, *.pth, *.ckpt)", ErrInput, in)
+	}
+
+	// Read and plan everything first: a refused shard stops the conversion
+	// before anything is written.
+	jobs := make([]*dirJob, 0, len(todo))
+	defer func() {
+		for _, j := range jobs {
+			j.ckpt.Close()
+		}
+	}()
+	outs := map[string]bool{}
+	var total int64
+	for _, name := range todo {
+		j := &dirJob{in: filepath.Join(in, name), out: filepath.Join(outDir, OutputName(name))}
+		if outs[j.out] {
+			return nil, fmt.Errorf("%w: two inputs would both be written to %s", ErrInput, j.out)
+		}
+		outs[j.out] = true
+		c, err := torch.Open(j.in)
+		if err != nil {
+			return nil, err
+		}
+		j.ckpt = c
+		jobs = append(jobs, j)
+		if j.plan, err = NewPlan(c, opt); err != nil {
+			return nil, withInput(err, j.in)
+		}
+		j.plan.report.Input = j.in
+		total += j.plan.report.Bytes
+	}
+	if !opt.Overwrite {
+		for _, j := range jobs {
+			if _, err := os.Lstat(j.out); err == nil {
+				return nil, fmt.Errorf("%w: %s", ErrExists, j.out)
+			}
+		}
+		for _, ij := range indexes {
+			if _, err := os.Lstat(ij.out); err == nil {
+				return nil, fmt.Errorf("%w: %s", ErrExists, ij.out)
+			}
+		}
+	}
+	if err := os.MkdirAll(outDir, 0o777); err != nil {
+		return nil, err
+	}
+
+	var written []string
+	fail := func(err error) (*DirReport, error) {
+		for _, w := range written {
+			os.Remove(w)
+		}
+		return nil, err
+	}
+	var done int64
+	byShard := map[string]*Report{}
+	for i, j := range jobs {
+		if opt.Progress != nil {
+			base := done
+			j.plan.opt.Progress = func(w, _ int64) { opt.Progress(base+w, total) }
+		}
+		j.plan.opt.Overwrite = true // checked above for every output
+		r, err := j.plan.Write(j.out)
+		if err != nil {
+			return fail(err)
+		}
+		written = append(written, j.out)
+		j.ckpt.Close()
+		done += r.Bytes
+		rep.Bytes += r.Bytes
+		rep.Files = append(rep.Files, r)
+		byShard[todo[i]] = r
+	}
+	for _, ij := range indexes {
+		warn, err := ij.write(byShard)
+		if err != nil {
+			return fail(err)
+		}
+		written = append(written, ij.out)
+		rep.Indexes = append(rep.Indexes, ij.out)
+		rep.Warnings = append(rep.Warnings, warn...)
+	}
+	return rep, nil
+}
+
+func readIndex(path string) (*indexJob, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ij := &indexJob{in: path}
+	if err := json.Unmarshal(b, &ij.raw); err != nil {
+		return nil, fmt.Errorf("%w: %s: not a JSON object: %v", ErrInput, path, err)
+	}
+	if err := json.Unmarshal(ij.raw["weight_map"], &ij.wmap); err != nil || ij.wmap == nil {
+		return nil, fmt.Errorf("%w: %s: no weight_map of tensor name to file name", ErrInput, path)
+	}
+	seen := map[string]bool{}
+	for _, f := range ij.wmap {
+		// The index names files beside it; anything else (a path, "..")
+		// would let an index point the converter at arbitrary files.
+		if f == "" || f != filepath.Base(f) || f == "." || f == ".." || strings.ContainsAny(f, `/\`) {
+			return nil, fmt.Errorf("%w: %s: weight_map names %q, which is not a file name in the same directory", ErrInput, path, f)
+		}
+		if !seen[f] {
+			seen[f] = true
+			ij.shards = append(ij.shards, f)
+		}
+	}
+	slices.Sort(ij.shards)
+	return ij, nil
+}
+
+// write writes the safetensors index for the converted shards.
+func (ij *indexJob) write(byShard map[string]*Report) (warnings []string, err error) {
+	wmap := map[string]string{}
+	var totalSize int64
+	for _, shard := range ij.shards {
+		r := byShard[shard]
+		if r == nil {
+			return nil, fmt.Errorf("%s: shard %s was not converted", ij.in, shard)
+		}
+		newName := filepath.Base(r.Output)
+		for _, t := range r.Tensors {
+			wmap[t.Name] = newName
+			totalSize += t.Bytes
+		}
+		removed := map[string]bool{}
+		for _, a := range r.Removed {
+			removed[a.Name] = true
+		}
+		for _, t := range r.Tensors {
+			if old, ok := ij.wmap[t.Name]; !ok {
+				warnings = append(warnings, fmt.Sprintf("%s: tensor %q in %s is not in the index; added", ij.in, t.Name, shard))
+			} else if old != shard {
+				warnings = append(warnings, fmt.Sprintf("%s: tensor %q is in %s, the index says %s; indexed where it is", ij.in, t.Name, shard, old))
+			}
+		}
+		for name, s := range ij.wmap {
+			if s != shard || removed[name] {
+				continue
+			}
+			if _, ok := wmap[name]; !ok {
+				warnings = append(warnings, fmt.Sprintf("%s: tensor %q is not in %s; left out of the new index", ij.in, name, shard))
+			}
+		}
+	}
+	slices.Sort(warnings)
+	out := map[string]any{}
+	for k, v := range ij.raw {
+		out[k] = v
+	}
+	md := map[string]json.RawMessage{}
+	if m, ok := ij.raw["metadata"]; ok {
+		if err := json.Unmarshal(m, &md); err != nil || md == nil {
+			md = map[string]json.RawMessage{}
+		}
+	}
+	md["total_size"] = json.RawMessage(fmt.Sprint(totalSize))
+	out["metadata"] = md
+	out["weight_map"] = wmap
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	f, err := atomicfile.Create(ij.out)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Abort()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return nil, err
+	}
+	if err := f.Commit(); err != nil {
+		return nil, err
+	}
+	return warnings, nil
+}

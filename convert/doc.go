@@ -1,0 +1,26 @@
+// Package convert turns PyTorch checkpoints (pytorch_model.bin, *.pt, *.pth,
+// *.ckpt) into safetensors files without running any of the pickled code.
+//
+// A conversion is planned first ([NewPlan], [PlanFile]): the state dict is
+// unwrapped (an explicit Options.Key, else a "state_dict" entry as
+// Lightning and Hugging Face's convert.py write it, else a "model" entry of a
+// training checkpoint), optimizer state and non-tensor values are skipped and
+// reported, and tied weights are de-duplicated. Then [Plan.Write] streams
+// every tensor into a safetensors file, materializing strided views as
+// contiguous copies, and verifies the result.
+//
+// Tied weights follow Hugging Face's convert.py (_remove_duplicate_names)
+// with one deliberate difference: only names that are the identical view of
+// the same storage (same offset, shape and stride) are merged; the removed
+// names are recorded in __metadata__ as removed -> kept, next to
+// "format": "pt". A name that shares a storage with another but is a
+// different view (a slice, a transpose, a reshape such as a [2,5] view of a
+// [10] bias) is written as its own contiguous tensor, where convert.py
+// drops it or fails. Nothing is ever lost. Options.KeepAliases writes every
+// name as its own copy.
+//
+// Outputs are atomic: the file appears under its final name only after it
+// was written, synced and (unless Options.NoVerify) re-read and compared,
+// tensor by tensor, with the SHA-256 of the source bytes. On any error no
+// output file is left behind.
+package convert

@@ -1,0 +1,167 @@
+package torch
+
+// role says what an allowlisted global may be used for.
+type role int
+
+const (
+	roleRebuildTensor     role = iota + 1 // torch._utils._rebuild_tensor
+	roleRebuildTensorV2                   // torch._utils._rebuild_tensor_v2
+	roleRebuildTensorV3                   // torch._utils._rebuild_tensor_v3
+	roleRebuildParam                      // torch._utils._rebuild_parameter
+	roleRebuildParamState                 // torch._utils._rebuild_parameter_with_state
+	roleOrderedDict                       // collections.OrderedDict
+	roleCodecsEncode                      // _codecs.encode
+	roleTorchSize                         // torch.Size
+	roleStorageType                       // torch.*Storage, only inside a persistent id
+	roleDType                             // torch.<dtype>, only as _rebuild_tensor_v3's dtype
+)
+
+// storageType describes a torch storage class.
+type storageType struct {
+	name     string // "torch.FloatStorage"
+	dtype    string // safetensors dtype of the elements
+	itemSize int
+	untyped  bool // torch.UntypedStorage: numel counts bytes
+}
+
+// dtypeInfo describes a torch dtype global.
+type dtypeInfo struct {
+	name     string // "torch.float8_e4m3fn"
+	dtype    string // safetensors spelling
+	itemSize int
+}
+
+// allowEntry is one allowlisted global.
+type allowEntry struct {
+	role    role
+	storage *storageType
+	dtype   *dtypeInfo
+}
+
+var allowlist = map[string]*allowEntry{
+	"torch._utils._rebuild_tensor":               {role: roleRebuildTensor},
+	"torch._utils._rebuild_tensor_v2":            {role: roleRebuildTensorV2},
+	"torch._utils._rebuild_tensor_v3":            {role: roleRebuildTensorV3},
+	"torch._utils._rebuild_parameter":            {role: roleRebuildParam},
+	"torch._utils._rebuild_parameter_with_state": {role: roleRebuildParamState},
+	"collections.OrderedDict":                    {role: roleOrderedDict},
+	"_codecs.encode":                             {role: roleCodecsEncode},
+	"torch.Size":                                 {role: roleTorchSize},
+}
+
+func init() {
+	for _, s := range []storageType{
+		{name: "torch.FloatStorage", dtype: "F32", itemSize: 4},
+		{name: "torch.HalfStorage", dtype: "F16", itemSize: 2},
+		{name: "torch.BFloat16Storage", dtype: "BF16", itemSize: 2},
+		{name: "torch.DoubleStorage", dtype: "F64", itemSize: 8},
+		{name: "torch.CharStorage", dtype: "I8", itemSize: 1},
+		{name: "torch.ByteStorage", dtype: "U8", itemSize: 1},
+		{name: "torch.ShortStorage", dtype: "I16", itemSize: 2},
+		{name: "torch.IntStorage", dtype: "I32", itemSize: 4},
+		{name: "torch.LongStorage", dtype: "I64", itemSize: 8},
+		{name: "torch.BoolStorage", dtype: "BOOL", itemSize: 1},
+		{name: "torch.ComplexFloatStorage", dtype: "C64", itemSize: 8},
+		{name: "torch.UntypedStorage", dtype: "U8", itemSize: 1, untyped: true},
+	} {
+		s := s
+		allowlist[s.name] = &allowEntry{role: roleStorageType, storage: &s}
+	}
+	for _, d := range []dtypeInfo{
+		{name: "torch.float32", dtype: "F32", itemSize: 4},
+		{name: "torch.float16", dtype: "F16", itemSize: 2},
+		{name: "torch.bfloat16", dtype: "BF16", itemSize: 2},
+		{name: "torch.float64", dtype: "F64", itemSize: 8},
+		{name: "torch.int8", dtype: "I8", itemSize: 1},
+		{name: "torch.uint8", dtype: "U8", itemSize: 1},
+		{name: "torch.int16", dtype: "I16", itemSize: 2},
+		{name: "torch.int32", dtype: "I32", itemSize: 4},
+		{name: "torch.int64", dtype: "I64", itemSize: 8},
+		{name: "torch.bool", dtype: "BOOL", itemSize: 1},
+		{name: "torch.complex64", dtype: "C64", itemSize: 8},
+		{name: "torch.uint16", dtype: "U16", itemSize: 2},
+		{name: "torch.uint32", dtype: "U32", itemSize: 4},
+		{name: "torch.uint64", dtype: "U64", itemSize: 8},
+		{name: "torch.float8_e4m3fn", dtype: "F8_E4M3", itemSize: 1},
+		{name: "torch.float8_e5m2", dtype: "F8_E5M2", itemSize: 1},
+		{name: "torch.float8_e4m3fnuz", dtype: "F8_E4M3FNUZ", itemSize: 1},
+		{name: "torch.float8_e5m2fnuz", dtype: "F8_E5M2FNUZ", itemSize: 1},
+		{name: "torch.float8_e8m0fnu", dtype: "F8_E8M0", itemSize: 1},
+	} {
+		d := d
+		allowlist[d.name] = &allowEntry{role: roleDType, dtype: &d}
+	}
+}
+
+// unsupportedGlobals are torch names that are harmless (torch's own
+// weights_only loader accepts most of them) but have no safetensors
+// equivalent. They are refused with ErrUnsupported instead of ErrNotAllowed.
+var unsupportedGlobals = map[string]string{
+	"torch._utils._rebuild_qtensor":                       "quantized tensors have no safetensors dtype",
+	"torch.per_tensor_affine":                             "quantized tensors have no safetensors dtype",
+	"torch.per_channel_affine":                            "quantized tensors have no safetensors dtype",
+	"torch.per_channel_affine_float_qparams":              "quantized tensors have no safetensors dtype",
+	"torch.QInt8Storage":                                  "quantized storages have no safetensors dtype",
+	"torch.QUInt8Storage":                                 "quantized storages have no safetensors dtype",
+	"torch.QInt32Storage":                                 "quantized storages have no safetensors dtype",
+	"torch.QUInt4x2Storage":                               "quantized storages have no safetensors dtype",
+	"torch.QUInt2x4Storage":                               "quantized storages have no safetensors dtype",
+	"torch.qint8":                                         "quantized dtypes have no safetensors dtype",
+	"torch.quint8":                                        "quantized dtypes have no safetensors dtype",
+	"torch.qint32":                                        "quantized dtypes have no safetensors dtype",
+	"torch.quint4x2":                                      "quantized dtypes have no safetensors dtype",
+	"torch.quint2x4":                                      "quantized dtypes have no safetensors dtype",
+	"torch.ComplexDoubleStorage":                          "complex128 has no safetensors dtype",
+	"torch.complex128":                                    "complex128 has no safetensors dtype",
+	"torch.complex32":                                     "complex32 has no safetensors dtype",
+	"torch._utils._rebuild_sparse_tensor":                 "sparse tensors are not supported",
+	"torch._utils._rebuild_sparse_csr_tensor":             "sparse tensors are not supported",
+	"torch.serialization._get_layout":                     "non-strided layouts (sparse) are not supported",
+	"torch._tensor._rebuild_from_type":                    "tensor subclasses are not supported",
+	"torch._tensor._rebuild_from_type_v2":                 "tensor subclasses are not supported",
+	"torch._utils._rebuild_wrapper_subclass":              "tensor subclasses are not supported",
+	"torch._utils._rebuild_meta_tensor_no_storage":        "meta tensors carry no data",
+	"torch._utils._rebuild_device_tensor_from_numpy":      "numpy-backed device tensors are not supported",
+	"torch._utils._rebuild_device_tensor_from_cpu_tensor": "device tensors are not supported",
+	"torch._utils._rebuild_nested_tensor":                 "nested tensors are not supported",
+	"torch._utils._rebuild_xla_tensor":                    "XLA tensors are not supported",
+	"torch._utils._rebuild_mlc_tensor":                    "MLC tensors are not supported",
+}
+
+// globalVerdict is how a global is treated.
+type globalVerdict int
+
+const (
+	verdictAllowed     globalVerdict = iota
+	verdictUnsupported               // known torch name, inert, not convertible
+	verdictNotAllowed                // anything else
+)
+
+// classifyGlobal looks module.name up; reason explains non-allowed verdicts.
+func classifyGlobal(module, name string) (*allowEntry, globalVerdict, string) {
+	full := module + "." + name
+	if a, ok := allowlist[full]; ok {
+		return a, verdictAllowed, ""
+	}
+	if why, ok := unsupportedGlobals[full]; ok {
+		return nil, verdictUnsupported, why
+	}
+	return nil, verdictNotAllowed, notAllowedReason(module)
+}
+
+// notAllowedReason gives a hint for common families of refused names.
+func notAllowedReason(module string) string {
+	switch {
+	case module == "__main__":
+		return "a class from the saving script (whole-object pickle)"
+	case hasPrefix(module, "torch.nn.modules"):
+		return "a whole nn.Module pickle; save model.state_dict() instead"
+	case module == "numpy" || hasPrefix(module, "numpy."):
+		return "numpy objects are not allowed"
+	case module == "__torch__" || hasPrefix(module, "__torch__.") || hasPrefix(module, "torch.jit"):
+		return "TorchScript objects are not allowed"
+	}
+	return "not in the allowlist"
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

@@ -1,0 +1,204 @@
+package torch
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+)
+
+// Checkpoint is an opened PyTorch checkpoint. Tensor data stays in the file
+// until Tensor.WriteTo is called.
+type Checkpoint struct {
+	Format  string  // "zip" or "legacy"
+	Prefix  string  // zip folder prefix ("archive", "tiny_transformer"); "" for legacy
+	Version string  // zip "version" record (e.g. "3"); "" for legacy
+	Root    string  // Python type of the pickled root: "OrderedDict", "dict", "list", "tuple", "tensor", "int", ...
+	Entries []Entry // every leaf of the pickled root, flattened, in pickle order
+
+	tensors []*Tensor
+	closer  io.Closer
+}
+
+// Entry is one leaf of the pickled object.
+type Entry struct {
+	Name   string  // dotted path from the root (dict keys, list/tuple indices); a bare tensor root is ""
+	Tensor *Tensor // nil for non-tensor values
+	Value  any     // non-tensor leaves: nil, bool, int64, *big.Int, float64, string or []byte (nil for empty containers)
+	Kind   string  // "tensor", "none", "bool", "int", "float", "str", "bytes", or "dict"/"list"/"tuple" for empty containers
+	SameAs string  // for tensors: name of an earlier entry that is the same pickled object (tied weights), else ""
+}
+
+// Options configures NewReaderOptions.
+type Options struct {
+	Limits Limits // zero fields take DefaultLimits values
+}
+
+// Open opens a checkpoint file; the file stays open until Close.
+func Open(path string) (*Checkpoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	c, err := NewReader(f, fi.Size(), path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	c.closer = f
+	return c, nil
+}
+
+// NewReader reads a checkpoint from r (size bytes); name is used in error
+// messages. The container is recognised by content, not by name.
+func NewReader(r io.ReaderAt, size int64, name string) (*Checkpoint, error) {
+	return NewReaderOptions(r, size, name, Options{})
+}
+
+// NewReaderOptions is NewReader with explicit limits.
+func NewReaderOptions(r io.ReaderAt, size int64, name string, opts Options) (c *Checkpoint, err error) {
+	lim := opts.Limits.withDefaults()
+	// Last line of defence only: every known failure is an explicit check.
+	// A panic here would be a bug; it is reported as corrupt input rather
+	// than crashing a server that audits uploads.
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, &Error{Path: name, Offset: -1, Kind: ErrCorrupt, Msg: fmt.Sprintf("internal error while decoding: %v", p)}
+		}
+	}()
+	c, err = open(r, size, &lim)
+	if err != nil {
+		return nil, withPath(err, name)
+	}
+	for _, t := range c.tensors {
+		t.Storage.path = name
+	}
+	return c, nil
+}
+
+// Close closes the file opened by Open (a no-op for NewReader).
+func (c *Checkpoint) Close() error {
+	if c.closer == nil {
+		return nil
+	}
+	err := c.closer.Close()
+	c.closer = nil
+	return err
+}
+
+// Tensors returns the tensor entries in pickle order.
+func (c *Checkpoint) Tensors() []*Tensor { return c.tensors }
+
+// Tensor returns the tensor entry with the given name, or nil.
+func (c *Checkpoint) Tensor(name string) *Tensor {
+	for _, t := range c.tensors {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// kind of container, by content.
+type container int
+
+const (
+	kindEmpty container = iota
+	kindZip
+	kindTar
+	kindOther
+)
+
+func sniff(r io.ReaderAt, size int64) (container, error) {
+	if size == 0 {
+		return kindEmpty, nil
+	}
+	head := make([]byte, min(size, 512))
+	if err := readFull(r, head, 0); err != nil {
+		return 0, err
+	}
+	if bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06")) {
+		return kindZip, nil
+	}
+	if len(head) >= 262 && string(head[257:262]) == "ustar" {
+		return kindTar, nil
+	}
+	return kindOther, nil
+}
+
+func open(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
+	k, err := sniff(r, size)
+	if err != nil {
+		return nil, err
+	}
+	switch k {
+	case kindEmpty:
+		return nil, newError(ErrCorrupt, "", -1, "empty file")
+	case kindZip:
+		return openZip(r, size, lim)
+	case kindTar:
+		return nil, newError(ErrUnsupported, "", -1, "tar checkpoint (torch < 0.4) is not supported")
+	}
+	return openStream(r, size, lim)
+}
+
+// legacyMagic is torch's legacy-format magic number 0x1950a86a20f9469cfc6c.
+var legacyMagic, _ = new(big.Int).SetString("1950a86a20f9469cfc6c", 16)
+
+func isLegacyMagic(v any) bool {
+	b, ok := v.(*big.Int)
+	return ok && b.Cmp(legacyMagic) == 0
+}
+
+// openStream handles everything that is not a zip: the legacy format, or a
+// bare pickle (refused, but only after every pickle in it was checked so that
+// a dangerous global is named).
+func openStream(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
+	src := newSource(r, 0, size, "pickle 1")
+	first, err := newVM(src, lim, "pickle 1", pidNone, nil, nil).run()
+	if err != nil {
+		if isGlobalRefusal(err) {
+			return nil, err
+		}
+		return nil, newError(ErrCorrupt, "", -1, "not a PyTorch checkpoint (not a zip archive, and not a pickle: %s)", errMsg(err))
+	}
+	if isLegacyMagic(first) {
+		return openLegacy(r, size, lim, src.pos)
+	}
+	// Not a checkpoint. torch.load would still unpickle it (and anything
+	// after it), so look for dangerous globals in every following pickle.
+	pos := src.pos
+	for i := 2; pos < size; i++ {
+		entry := fmt.Sprintf("pickle %d", i)
+		s := newSource(r, 0, size, entry)
+		s.pos = pos
+		if _, err := newVM(s, lim, entry, pidNone, nil, nil).run(); err != nil {
+			if isGlobalRefusal(err) {
+				return nil, err
+			}
+			break
+		}
+		pos = s.pos
+	}
+	if typeName(first) == "int" {
+		return nil, newError(ErrCorrupt, "", -1, "not a PyTorch checkpoint (the first pickle is the int %s, not the legacy magic number 0x1950a86a20f9469cfc6c)", describeNum(first))
+	}
+	return nil, newError(ErrCorrupt, "", -1, "not a PyTorch checkpoint (a bare pickle whose first value is a %s)", typeName(first))
+}
+
+func errMsg(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		e2 := *e
+		e2.Path = ""
+		return e2.Error()
+	}
+	return err.Error()
+}

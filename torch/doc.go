@@ -1,0 +1,25 @@
+// Package torch reads PyTorch checkpoints (torch.save output, zip and legacy
+// formats) without ever executing pickle code.
+//
+// The pickle stream is decoded by a small, inert stack machine: GLOBAL and
+// STACK_GLOBAL push names that are checked against a short allowlist the
+// moment they are read, REDUCE and BUILD only build records for a handful of
+// allowlisted torch and collections callables, and persistent ids are only
+// accepted in the ('storage', ...) form torch writes. Nothing is imported,
+// looked up or called. Every length read from the file is checked against the
+// bytes that remain before anything is allocated, and the decoder caps memo
+// size, stack depth, mark nesting and the number of objects (see [Limits]).
+//
+// Storage bytes are never read into memory when a checkpoint is opened: each
+// storage is an [io.SectionReader] over the underlying [io.ReaderAt], and
+// [Tensor.WriteTo] streams a tensor's elements in C-contiguous little-endian
+// order, materialising strided views with a bounded buffer.
+//
+// [Scan] is the audit counterpart of [Open]: it decodes every pickle in a file
+// without stopping at the first problem and reports every global, every
+// opcode that could run code and every container irregularity it finds.
+//
+// All errors returned by this package are *[Error] values that match one of
+// the sentinels [ErrNotAllowed], [ErrUnsupported], [ErrCorrupt] or [ErrLimit]
+// with [errors.Is].
+package torch

@@ -1,0 +1,109 @@
+package torch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// openLegacy reads the rest of a legacy (non-zip) checkpoint whose first
+// pickle was the magic number and ended at pos: protocol version, sys_info,
+// the object, the storage key list, then for each key an int64 LE numel and
+// numel*itemsize raw bytes. All five pickles go through the inert decoder
+// (torch.load unpickles every one of them with the full unpickler) before any
+// of them is interpreted.
+func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint, error) {
+	storages := make(map[string]*storageRef)
+	ids := new(int)
+	vals := make([]any, 5)
+	for i := 1; i < 5; i++ {
+		entry := fmt.Sprintf("pickle %d", i+1)
+		src := newSource(r, 0, size, entry)
+		src.pos = pos
+		mode := pidNone
+		if i == 3 {
+			mode = pidLegacy
+		}
+		v, err := newVM(src, lim, entry, mode, storages, ids).run()
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+		pos = src.pos
+	}
+	if p, ok := vals[1].(int64); !ok || p != 1001 {
+		return nil, newError(ErrUnsupported, "pickle 2", -1, "legacy protocol version %s (expected 1001)", describeNum(vals[1]))
+	}
+	info, ok := vals[2].(*dict)
+	if !ok {
+		return nil, newError(ErrCorrupt, "pickle 3", -1, "sys_info is a %s, not a dict", typeName(vals[2]))
+	}
+	le, found := dictGet(info, "little_endian")
+	if !found {
+		return nil, newError(ErrCorrupt, "pickle 3", -1, "sys_info has no little_endian field")
+	}
+	if b, ok := le.(bool); !ok || !b {
+		return nil, newError(ErrUnsupported, "pickle 3", -1, "big-endian legacy checkpoint (sys_info little_endian=%s); only little-endian data is supported", keyString(le))
+	}
+	keyList, ok := vals[4].(*list)
+	if !ok {
+		return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key list is a %s, not a list", typeName(vals[4]))
+	}
+	stores := make(map[*storageRef]*Storage, len(storages))
+	for _, kv := range keyList.items {
+		key, ok := kv.(string)
+		if !ok {
+			return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key is a %s, not a str", typeName(kv))
+		}
+		ref := storages[key]
+		if ref == nil {
+			return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key %q is not used by the object", key)
+		}
+		if stores[ref] != nil {
+			return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key %q listed twice", key)
+		}
+		var hdr [8]byte
+		if pos > size-8 {
+			return nil, newError(ErrCorrupt, "", pos, "truncated: storage %q header is past the end of the %d-byte file", key, size)
+		}
+		if err := readFull(r, hdr[:], pos); err != nil {
+			return nil, err
+		}
+		numel := int64(binary.LittleEndian.Uint64(hdr[:]))
+		n, ok := mulCheck(numel, int64(ref.typ.itemSize))
+		if numel < 0 || !ok {
+			return nil, newError(ErrCorrupt, "", pos, "storage %q has an invalid element count %d", key, numel)
+		}
+		data := pos + 8
+		if n > size-data {
+			return nil, newError(ErrCorrupt, "", pos, "truncated: storage %q needs %d bytes at offset %d but the file is %d bytes", key, n, data, size)
+		}
+		if numel < ref.numel {
+			return nil, newError(ErrCorrupt, "", pos, "storage %q holds %d elements but its persistent id needs %d", key, numel, ref.numel)
+		}
+		stores[ref] = &Storage{
+			Key: key, DType: ref.typ.dtype, ItemSize: ref.typ.itemSize, Numel: ref.numel, Location: ref.location,
+			sec: io.NewSectionReader(r, data, ref.nbytes), entry: "legacy storage " + key,
+		}
+		pos = data + n
+	}
+	for key, ref := range storages {
+		if stores[ref] == nil {
+			return nil, newError(ErrCorrupt, "pickle 5", -1, "storage %q is not in the storage key list (no data)", key)
+		}
+	}
+	c := &Checkpoint{Format: "legacy"}
+	if err := c.build(vals[3], stores, "pickle 4", lim); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func dictGet(d *dict, key string) (any, bool) {
+	hk, _ := makeDictKey(key)
+	i, ok := d.index[hk]
+	if !ok {
+		return nil, false
+	}
+	return d.vals[i], true
+}

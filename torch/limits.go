@@ -1,0 +1,91 @@
+package torch
+
+// Limits bounds the work and memory spent on one checkpoint. The zero value of
+// a field means "use the default"; see DefaultLimits.
+type Limits struct {
+	MaxPickleBytes int64 // bytes in one pickle stream (data.pkl or one legacy pickle)
+	MaxStringBytes int64 // one string or bytes value
+	MaxLongBytes   int   // LONG1/LONG4/text LONG magnitude, in bytes
+	MaxMemo        int   // memo entries
+	MaxStack       int   // values on the stack
+	MaxMarks       int   // nested MARKs
+	MaxObjects     int64 // values created plus items moved by one pickle
+	MaxDepth       int   // container nesting depth of the decoded object
+	MaxEntries     int   // flattened leaves (tensors and other values)
+	MaxNameBytes   int64 // total bytes of all entry names (one name is capped at 64 KiB)
+	MaxDims        int   // tensor rank
+	MaxTensorBytes int64 // contiguous size of one tensor; stride-0 (expanded) views can exceed their storage
+	MaxZipEntries  int   // members in a zip archive
+	MaxViewBuffer  int64 // bytes Tensor.WriteTo may buffer to materialise a strided view
+}
+
+// DefaultLimits returns the limits used by Open, NewReader and Scan. They are
+// far above anything torch writes for a state dict (a 100,000-tensor
+// checkpoint uses a few percent of them) and far below what would exhaust a
+// machine.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxPickleBytes: 1 << 30,
+		MaxStringBytes: 256 << 20,
+		MaxLongBytes:   1024,
+		MaxMemo:        1 << 24,
+		MaxStack:       1 << 20,
+		MaxMarks:       1 << 16,
+		MaxObjects:     1 << 27,
+		MaxDepth:       1000,
+		MaxEntries:     1 << 23,
+		MaxNameBytes:   256 << 20,
+		MaxDims:        64,
+		MaxTensorBytes: 1 << 40,
+		MaxZipEntries:  1 << 22,
+		MaxViewBuffer:  512 << 20,
+	}
+}
+
+// withDefaults fills zero fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxPickleBytes <= 0 {
+		l.MaxPickleBytes = d.MaxPickleBytes
+	}
+	if l.MaxStringBytes <= 0 {
+		l.MaxStringBytes = d.MaxStringBytes
+	}
+	if l.MaxLongBytes <= 0 {
+		l.MaxLongBytes = d.MaxLongBytes
+	}
+	if l.MaxMemo <= 0 {
+		l.MaxMemo = d.MaxMemo
+	}
+	if l.MaxStack <= 0 {
+		l.MaxStack = d.MaxStack
+	}
+	if l.MaxMarks <= 0 {
+		l.MaxMarks = d.MaxMarks
+	}
+	if l.MaxObjects <= 0 {
+		l.MaxObjects = d.MaxObjects
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = d.MaxDepth
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = d.MaxEntries
+	}
+	if l.MaxNameBytes <= 0 {
+		l.MaxNameBytes = d.MaxNameBytes
+	}
+	if l.MaxDims <= 0 {
+		l.MaxDims = d.MaxDims
+	}
+	if l.MaxTensorBytes <= 0 {
+		l.MaxTensorBytes = d.MaxTensorBytes
+	}
+	if l.MaxZipEntries <= 0 {
+		l.MaxZipEntries = d.MaxZipEntries
+	}
+	if l.MaxViewBuffer <= 0 {
+		l.MaxViewBuffer = d.MaxViewBuffer
+	}
+	return l
+}

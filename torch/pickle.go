@@ -1,0 +1,806 @@
+package torch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unicode/utf8"
+)
+
+// pidMode says which persistent ids a pickle may contain.
+type pidMode int
+
+const (
+	pidNone   pidMode = iota // plain pickle: BINPERSID is an error
+	pidZip                   // ('storage', type, key, location, numel)
+	pidLegacy                // ('storage', type, key, location, numel, view_metadata)
+)
+
+// maxTextLine bounds protocol-0 text lines (GLOBAL names, INT, FLOAT, ...).
+const maxTextLine = 64 << 10
+
+// vm is the inert pickle machine. One vm decodes one pickle stream; several
+// vms may share the storages table (the five pickles of a legacy file).
+type vm struct {
+	src   *source
+	lim   *Limits
+	entry string
+	pids  pidMode
+	scan  *scanSink // nil: strict mode (stop at the first refusal)
+
+	stack   []any
+	marks   []int
+	memo    memo
+	objects int64
+	proto   int
+
+	storages map[string]*storageRef
+	ids      *int
+}
+
+func newVM(src *source, lim *Limits, entry string, pids pidMode, storages map[string]*storageRef, ids *int) *vm {
+	if storages == nil {
+		storages = make(map[string]*storageRef)
+	}
+	if ids == nil {
+		ids = new(int)
+	}
+	return &vm{src: src, lim: lim, entry: entry, pids: pids, storages: storages, ids: ids}
+}
+
+func (m *vm) errf(kind error, off int64, format string, args ...any) *Error {
+	return newError(kind, m.entry, off, format, args...)
+}
+
+// base is the stack index of the innermost MARK: like Python's metastack,
+// nothing below it is reachable until the mark is popped.
+func (m *vm) base() int {
+	if len(m.marks) == 0 {
+		return 0
+	}
+	return m.marks[len(m.marks)-1]
+}
+
+func (m *vm) push(v any) error {
+	if len(m.stack) >= m.lim.MaxStack {
+		return m.errf(ErrLimit, m.src.pos, "stack deeper than %d", m.lim.MaxStack)
+	}
+	m.stack = append(m.stack, v)
+	return nil
+}
+
+func (m *vm) pop(off int64) (any, error) {
+	if len(m.stack) <= m.base() {
+		return nil, m.errf(ErrCorrupt, off, "stack underflow")
+	}
+	v := m.stack[len(m.stack)-1]
+	m.stack[len(m.stack)-1] = nil
+	m.stack = m.stack[:len(m.stack)-1]
+	return v, nil
+}
+
+func (m *vm) top(off int64) (any, error) {
+	if len(m.stack) <= m.base() {
+		return nil, m.errf(ErrCorrupt, off, "stack underflow")
+	}
+	return m.stack[len(m.stack)-1], nil
+}
+
+// popMark removes and returns the items above the innermost MARK.
+func (m *vm) popMark(off int64) ([]any, error) {
+	if len(m.marks) == 0 {
+		return nil, m.errf(ErrCorrupt, off, "no MARK on the stack")
+	}
+	k := m.marks[len(m.marks)-1]
+	m.marks = m.marks[:len(m.marks)-1]
+	items := make([]any, len(m.stack)-k)
+	copy(items, m.stack[k:])
+	clear(m.stack[k:])
+	m.stack = m.stack[:k]
+	return items, nil
+}
+
+// count charges n units of work against MaxObjects.
+func (m *vm) count(n int) error {
+	m.objects += int64(n)
+	if m.objects > m.lim.MaxObjects {
+		return m.errf(ErrLimit, m.src.pos, "more than %d pickle objects", m.lim.MaxObjects)
+	}
+	return nil
+}
+
+func (m *vm) u8() (int64, error) {
+	b, err := m.src.readByte()
+	return int64(b), err
+}
+
+func (m *vm) le(n int) (uint64, error) {
+	b, err := m.src.next(n)
+	if err != nil {
+		return 0, err
+	}
+	var u uint64
+	for i := n - 1; i >= 0; i-- {
+		u = u<<8 | uint64(b[i])
+	}
+	return u, nil
+}
+
+// bytesOf reads a length-prefixed payload; n comes from the file and is
+// checked against the bytes that remain and the string cap before allocating.
+func (m *vm) bytesOf(n uint64, off int64) ([]byte, error) {
+	if n > uint64(m.src.remaining()) {
+		return nil, m.errf(ErrCorrupt, off, "length %d exceeds the %d bytes that remain", n, m.src.remaining())
+	}
+	if n > uint64(m.lim.MaxStringBytes) {
+		return nil, m.errf(ErrLimit, off, "string of %d bytes exceeds the %d-byte limit", n, m.lim.MaxStringBytes)
+	}
+	return m.src.readN(int64(n))
+}
+
+func (m *vm) utf8Of(n uint64, off int64) (string, error) {
+	b, err := m.bytesOf(n, off)
+	if err != nil {
+		return "", err
+	}
+	if !utf8.Valid(b) {
+		return "", m.errf(ErrCorrupt, off, "string is not valid UTF-8")
+	}
+	return string(b), nil
+}
+
+func (m *vm) line(off int64) ([]byte, error) {
+	return m.src.readLine(maxTextLine)
+}
+
+// run decodes one pickle, up to and including its STOP, and returns the value.
+func (m *vm) run() (any, error) {
+	start := m.src.pos
+	for {
+		off := m.src.pos
+		if off-start > m.lim.MaxPickleBytes {
+			return nil, m.errf(ErrLimit, off, "pickle longer than %d bytes", m.lim.MaxPickleBytes)
+		}
+		op, err := m.src.readByte()
+		if err != nil {
+			return nil, err
+		}
+		if err := m.count(1); err != nil {
+			return nil, err
+		}
+		if m.scan != nil {
+			m.scan.sawOpcode(op)
+		}
+		if op == opStop {
+			v, err := m.pop(off)
+			if err != nil {
+				return nil, err
+			}
+			return v, nil
+		}
+		if err := m.step(op, off); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// step executes one opcode (other than STOP).
+func (m *vm) step(op byte, off int64) error {
+	switch op {
+	case opProto:
+		p, err := m.u8()
+		if err != nil {
+			return err
+		}
+		if p > 5 {
+			return m.errf(ErrUnsupported, off, "pickle protocol %d", p)
+		}
+		m.proto = int(p)
+		return nil
+	case opFrame:
+		n, err := m.le(8)
+		if err != nil {
+			return err
+		}
+		if n > uint64(m.src.remaining()) {
+			return m.errf(ErrCorrupt, off, "FRAME of %d bytes exceeds the %d bytes that remain", n, m.src.remaining())
+		}
+		return nil
+	case opMark:
+		if len(m.marks) >= m.lim.MaxMarks {
+			return m.errf(ErrLimit, off, "more than %d nested MARKs", m.lim.MaxMarks)
+		}
+		m.marks = append(m.marks, len(m.stack))
+		return nil
+	case opPop:
+		if len(m.stack) > m.base() {
+			_, err := m.pop(off)
+			return err
+		}
+		_, err := m.popMark(off)
+		return err
+	case opPopMark:
+		_, err := m.popMark(off)
+		return err
+	case opDup:
+		v, err := m.top(off)
+		if err != nil {
+			return err
+		}
+		return m.push(v)
+
+	case opNone:
+		return m.push(nil)
+	case opNewTrue:
+		return m.push(true)
+	case opNewFalse:
+		return m.push(false)
+	case opInt:
+		l, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		switch string(l) {
+		case "00":
+			return m.push(false)
+		case "01":
+			return m.push(true)
+		}
+		v, ok := parseIntText(string(l), 3*m.lim.MaxLongBytes)
+		if !ok {
+			return m.errf(ErrCorrupt, off, "bad INT literal %q", truncate(l))
+		}
+		return m.push(v)
+	case opLong:
+		l, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		v, ok := parseIntText(string(l), 3*m.lim.MaxLongBytes)
+		if !ok {
+			return m.errf(ErrCorrupt, off, "bad LONG literal %q", truncate(l))
+		}
+		return m.push(v)
+	case opBinInt:
+		u, err := m.le(4)
+		if err != nil {
+			return err
+		}
+		return m.push(int64(int32(uint32(u))))
+	case opBinInt1:
+		u, err := m.le(1)
+		if err != nil {
+			return err
+		}
+		return m.push(int64(u))
+	case opBinInt2:
+		u, err := m.le(2)
+		if err != nil {
+			return err
+		}
+		return m.push(int64(u))
+	case opLong1, opLong4:
+		var n uint64
+		var err error
+		if op == opLong1 {
+			n, err = m.le(1)
+		} else {
+			n, err = m.le(4)
+			if err == nil && int32(uint32(n)) < 0 {
+				return m.errf(ErrCorrupt, off, "LONG4 with negative length")
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if n > uint64(m.lim.MaxLongBytes) {
+			return m.errf(ErrLimit, off, "integer of %d bytes exceeds the %d-byte limit", n, m.lim.MaxLongBytes)
+		}
+		b, err := m.bytesOf(n, off)
+		if err != nil {
+			return err
+		}
+		return m.push(decodeLong(b))
+	case opFloat:
+		l, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		f, ok := parseFloatText(string(l))
+		if !ok {
+			return m.errf(ErrCorrupt, off, "bad FLOAT literal %q", truncate(l))
+		}
+		return m.push(f)
+	case opBinFloat:
+		b, err := m.src.next(8)
+		if err != nil {
+			return err
+		}
+		return m.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
+
+	case opShortBinUnicode, opBinUnicode, opBinUnicode8:
+		n, err := m.le(lenWidth(op))
+		if err != nil {
+			return err
+		}
+		s, err := m.utf8Of(n, off)
+		if err != nil {
+			return err
+		}
+		return m.push(s)
+	case opShortBinBytes, opBinBytes, opBinBytes8:
+		n, err := m.le(lenWidth(op))
+		if err != nil {
+			return err
+		}
+		b, err := m.bytesOf(n, off)
+		if err != nil {
+			return err
+		}
+		return m.push(b)
+	case opShortBinString, opBinString:
+		var n uint64
+		var err error
+		if op == opShortBinString {
+			n, err = m.le(1)
+		} else {
+			n, err = m.le(4)
+			if err == nil && int32(uint32(n)) < 0 {
+				return m.errf(ErrCorrupt, off, "BINSTRING with negative length")
+			}
+		}
+		if err != nil {
+			return err
+		}
+		s, err := m.utf8Of(n, off)
+		if err != nil {
+			return err
+		}
+		return m.push(s)
+	case opString:
+		l, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		b, ok := parseStringRepr(l)
+		if !ok || !utf8.Valid(b) {
+			return m.errf(ErrCorrupt, off, "bad STRING literal %q", truncate(l))
+		}
+		return m.push(string(b))
+	case opUnicode:
+		l, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		s, ok := decodeRawUnicodeEscape(l)
+		if !ok {
+			return m.errf(ErrCorrupt, off, "bad UNICODE literal %q", truncate(l))
+		}
+		return m.push(s)
+	case opByteArray8, opNextBuffer, opReadOnlyBuffer:
+		return m.buffers(op, off)
+
+	case opEmptyTuple:
+		return m.push(tuple{})
+	case opTuple:
+		items, err := m.popMark(off)
+		if err != nil {
+			return err
+		}
+		if err := m.count(len(items)); err != nil {
+			return err
+		}
+		return m.push(tuple(items))
+	case opTuple1, opTuple2, opTuple3:
+		n := int(op-opTuple1) + 1
+		if len(m.stack)-m.base() < n {
+			return m.errf(ErrCorrupt, off, "stack underflow")
+		}
+		t := make(tuple, n)
+		copy(t, m.stack[len(m.stack)-n:])
+		clear(m.stack[len(m.stack)-n:])
+		m.stack = m.stack[:len(m.stack)-n]
+		return m.push(t)
+	case opEmptyList:
+		return m.push(&list{})
+	case opList:
+		items, err := m.popMark(off)
+		if err != nil {
+			return err
+		}
+		if err := m.count(len(items)); err != nil {
+			return err
+		}
+		return m.push(&list{items: items})
+	case opEmptyDict:
+		return m.push(&dict{})
+	case opDict:
+		items, err := m.popMark(off)
+		if err != nil {
+			return err
+		}
+		d := &dict{}
+		if err := m.setItems(d, items, off); err != nil {
+			return err
+		}
+		return m.push(d)
+	case opAppend:
+		v, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		return m.appendTo([]any{v}, op, off)
+	case opAppends:
+		items, err := m.popMark(off)
+		if err != nil {
+			return err
+		}
+		return m.appendTo(items, op, off)
+	case opSetItem:
+		v, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		k, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		return m.setItemsOn([]any{k, v}, op, off)
+	case opSetItems:
+		items, err := m.popMark(off)
+		if err != nil {
+			return err
+		}
+		return m.setItemsOn(items, op, off)
+	case opEmptySet, opFrozenSet, opAddItems:
+		return m.sets(op, off)
+
+	case opGet, opBinGet, opLongBinGet:
+		idx, err := m.memoIndex(op, off)
+		if err != nil {
+			return err
+		}
+		v, ok := m.memo.get(idx)
+		if !ok {
+			return m.errf(ErrCorrupt, off, "memo index %d is undefined", idx)
+		}
+		return m.push(v)
+	case opPut, opBinPut, opLongBinPut, opMemoize:
+		var idx uint64
+		if op == opMemoize {
+			idx = uint64(m.memo.count)
+		} else {
+			var err error
+			if idx, err = m.memoIndex(op, off); err != nil {
+				return err
+			}
+		}
+		v, err := m.top(off)
+		if err != nil {
+			return err
+		}
+		if !m.memo.put(idx, v) {
+			return m.errf(ErrLimit, off, "more than %d memo entries", m.lim.MaxMemo)
+		}
+		if m.memo.count > m.lim.MaxMemo {
+			return m.errf(ErrLimit, off, "more than %d memo entries", m.lim.MaxMemo)
+		}
+		return nil
+
+	case opGlobal:
+		mod, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		name, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		if !utf8.Valid(mod) || !utf8.Valid(name) {
+			return m.errf(ErrCorrupt, off, "GLOBAL name is not valid UTF-8")
+		}
+		return m.global(string(mod), string(name), off)
+	case opStackGlobal:
+		nv, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		mv, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		mod, ok1 := mv.(string)
+		name, ok2 := nv.(string)
+		if !ok1 || !ok2 {
+			return m.errf(ErrCorrupt, off, "STACK_GLOBAL operands are %s and %s, not strings", typeName(mv), typeName(nv))
+		}
+		return m.global(mod, name, off)
+	case opInst, opObj, opNewObj, opNewObjEx:
+		return m.construct(op, off)
+	case opExt1, opExt2, opExt4:
+		n, err := m.le(lenWidth(op))
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("<copyreg-extension>.%d", n)
+		if m.scan == nil {
+			return &Error{Kind: ErrNotAllowed, Entry: m.entry, Offset: off, Global: name,
+				Msg: fmt.Sprintf("refusing %s %s (copyreg extension codes resolve to arbitrary callables)", opNames[op], name)}
+		}
+		m.scan.global("<copyreg-extension>", fmt.Sprint(n), off, verdictNotAllowed, "copyreg extension code")
+		m.scan.opcode(op, off, name)
+		return m.push(&opaque{what: name, off: off})
+	case opPersID:
+		l, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		if m.scan == nil {
+			return m.errf(ErrUnsupported, off, "text persistent id (PERSID %q) is not supported; torch writes BINPERSID", truncate(l))
+		}
+		m.scan.problem(m.entry, off, fmt.Sprintf("text persistent id PERSID %q", truncate(l)))
+		return m.push(&opaque{what: "persistent id", off: off})
+	case opBinPersID:
+		pid, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		v, err := m.persistentLoad(pid, off)
+		if err != nil {
+			return err
+		}
+		return m.push(v)
+	case opReduce:
+		args, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		callee, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		v, err := m.reduce(callee, args, off)
+		if err != nil {
+			return err
+		}
+		return m.push(v)
+	case opBuild:
+		state, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		inst, err := m.top(off)
+		if err != nil {
+			return err
+		}
+		return m.build(inst, state, off)
+	}
+	return m.errf(ErrCorrupt, off, "unknown opcode 0x%02x", op)
+}
+
+func (m *vm) memoIndex(op byte, off int64) (uint64, error) {
+	switch op {
+	case opBinGet, opBinPut:
+		return m.le(1)
+	case opLongBinGet, opLongBinPut:
+		return m.le(4)
+	}
+	l, err := m.line(off)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := parseIntText(string(l), 20)
+	i, isInt := v.(int64)
+	if !ok || !isInt || i < 0 {
+		return 0, m.errf(ErrCorrupt, off, "bad memo index %q", truncate(l))
+	}
+	return uint64(i), nil
+}
+
+// global handles GLOBAL, STACK_GLOBAL: the name is checked immediately.
+func (m *vm) global(module, name string, off int64) error {
+	a, verdict, reason := classifyGlobal(module, name)
+	if m.scan != nil {
+		m.scan.global(module, name, off, verdict, reason)
+		return m.push(&global{module: module, name: name, off: off, allow: a})
+	}
+	full := module + "." + name
+	switch verdict {
+	case verdictAllowed:
+		return m.push(&global{module: module, name: name, off: off, allow: a})
+	case verdictUnsupported:
+		return &Error{Kind: ErrUnsupported, Entry: m.entry, Offset: off, Global: full,
+			Msg: fmt.Sprintf("refusing global %s (%s)", full, reason)}
+	}
+	return &Error{Kind: ErrNotAllowed, Entry: m.entry, Offset: off, Global: full,
+		Msg: fmt.Sprintf("refusing global %s (%s)", full, reason)}
+}
+
+// construct handles INST, OBJ, NEWOBJ and NEWOBJ_EX, which instantiate a
+// class without REDUCE: always refused.
+func (m *vm) construct(op byte, off int64) error {
+	var target string
+	switch op {
+	case opInst:
+		mod, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		name, err := m.line(off)
+		if err != nil {
+			return err
+		}
+		target = string(mod) + "." + string(name)
+		if m.scan != nil {
+			_, verdict, reason := classifyGlobal(string(mod), string(name))
+			m.scan.global(string(mod), string(name), off, verdict, reason)
+		}
+		if _, err := m.popMark(off); err != nil {
+			return err
+		}
+	case opObj:
+		items, err := m.popMark(off)
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			return m.errf(ErrCorrupt, off, "OBJ without a class")
+		}
+		target = describe(items[0])
+	case opNewObj, opNewObjEx:
+		if op == opNewObjEx {
+			if _, err := m.pop(off); err != nil { // kwargs
+				return err
+			}
+		}
+		if _, err := m.pop(off); err != nil { // args
+			return err
+		}
+		cls, err := m.pop(off)
+		if err != nil {
+			return err
+		}
+		target = describe(cls)
+	}
+	if m.scan == nil {
+		return &Error{Kind: ErrNotAllowed, Entry: m.entry, Offset: off, Global: target,
+			Msg: fmt.Sprintf("refusing %s %s (the %s opcode instantiates classes; torch never writes it for tensors)", opNames[op], target, opNames[op])}
+	}
+	m.scan.opcode(op, off, target)
+	return m.push(&opaque{what: target + " instance", off: off})
+}
+
+// describe names a value for messages, using module.name for globals.
+func describe(v any) string {
+	switch x := v.(type) {
+	case *global:
+		return x.String()
+	case *opaque:
+		return x.what
+	}
+	return typeName(v)
+}
+
+func (m *vm) buffers(op byte, off int64) error {
+	if m.scan == nil {
+		return m.errf(ErrUnsupported, off, "opcode %s (out-of-band buffers) is not supported", opNames[op])
+	}
+	m.scan.problem(m.entry, off, "opcode "+opNames[op]+" (out-of-band buffers)")
+	switch op {
+	case opByteArray8:
+		n, err := m.le(8)
+		if err != nil {
+			return err
+		}
+		if n > uint64(m.src.remaining()) {
+			return m.errf(ErrCorrupt, off, "length %d exceeds the %d bytes that remain", n, m.src.remaining())
+		}
+		if err := m.src.skip(int64(n)); err != nil {
+			return err
+		}
+		return m.push(&opaque{what: "bytearray", off: off})
+	case opNextBuffer:
+		return m.push(&opaque{what: "buffer", off: off})
+	}
+	_, err := m.top(off)
+	return err
+}
+
+func (m *vm) sets(op byte, off int64) error {
+	if m.scan == nil {
+		return m.errf(ErrUnsupported, off, "opcode %s (sets) is not supported; torch does not write sets for tensors", opNames[op])
+	}
+	switch op {
+	case opEmptySet:
+		return m.push(&opaque{what: "set", off: off})
+	case opFrozenSet:
+		if _, err := m.popMark(off); err != nil {
+			return err
+		}
+		return m.push(&opaque{what: "frozenset", off: off})
+	}
+	if _, err := m.popMark(off); err != nil {
+		return err
+	}
+	_, err := m.top(off)
+	return err
+}
+
+func (m *vm) appendTo(items []any, op byte, off int64) error {
+	t, err := m.top(off)
+	if err != nil {
+		return err
+	}
+	if err := m.count(len(items)); err != nil {
+		return err
+	}
+	l, ok := t.(*list)
+	if !ok {
+		if m.scan != nil {
+			m.scan.opcode(op, off, describe(t))
+			return nil
+		}
+		return m.errf(ErrNotAllowed, off, "%s onto a %s (only lists may be appended to)", opNames[op], describe(t))
+	}
+	l.items = append(l.items, items...)
+	return nil
+}
+
+func (m *vm) setItemsOn(items []any, op byte, off int64) error {
+	t, err := m.top(off)
+	if err != nil {
+		return err
+	}
+	d, ok := t.(*dict)
+	if !ok {
+		if m.scan != nil {
+			m.scan.opcode(op, off, describe(t))
+			return nil
+		}
+		return m.errf(ErrNotAllowed, off, "%s onto a %s (only dicts may receive items)", opNames[op], describe(t))
+	}
+	return m.setItems(d, items, off)
+}
+
+func (m *vm) setItems(d *dict, items []any, off int64) error {
+	if len(items)%2 != 0 {
+		return m.errf(ErrCorrupt, off, "odd number of items (%d) for a dict", len(items))
+	}
+	if err := m.count(len(items)); err != nil {
+		return err
+	}
+	for i := 0; i < len(items); i += 2 {
+		if !d.set(items[i], items[i+1]) {
+			if m.scan != nil {
+				continue
+			}
+			return m.errf(ErrUnsupported, off, "dict key of type %s is not supported", typeName(items[i]))
+		}
+	}
+	return nil
+}
+
+func truncate(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+func parseFloatText(s string) (float64, bool) {
+	f, err := parseFloat(s)
+	return f, err == nil
+}
+
+// lenWidth is the size in bytes of the length or code operand of op.
+func lenWidth(op byte) int {
+	switch op {
+	case opShortBinUnicode, opShortBinBytes, opExt1:
+		return 1
+	case opExt2:
+		return 2
+	case opBinUnicode, opBinBytes, opExt4:
+		return 4
+	}
+	return 8
+}

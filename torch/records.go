@@ -1,0 +1,492 @@
+package torch
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+)
+
+// reduce handles REDUCE: only allowlisted callables, each turned into an
+// inert record after its arguments are validated.
+func (m *vm) reduce(callee, args any, off int64) (any, error) {
+	g, isGlobal := callee.(*global)
+	callable := isGlobal && g.allow != nil && g.allow.role < roleStorageType
+	if !callable {
+		if m.scan != nil {
+			m.scan.opcode(opReduce, off, describe(callee))
+			return &opaque{what: describe(callee) + "(...)", off: off}, nil
+		}
+		if isGlobal && g.allow != nil {
+			return nil, &Error{Kind: ErrNotAllowed, Entry: m.entry, Offset: off, Global: g.String(),
+				Msg: fmt.Sprintf("refusing to call %s (it is only allowed %s)", g, placeOf(g.allow))}
+		}
+		return nil, m.errf(ErrNotAllowed, off, "REDUCE on a %s (only allowlisted functions may be called)", describe(callee))
+	}
+	t, ok := args.(tuple)
+	if !ok {
+		if m.scan != nil {
+			m.scan.problem(m.entry, off, fmt.Sprintf("REDUCE %s with %s arguments", g, typeName(args)))
+			return &opaque{what: g.String() + "(...)", off: off}, nil
+		}
+		return nil, m.errf(ErrCorrupt, off, "REDUCE %s: arguments are a %s, not a tuple", g, typeName(args))
+	}
+	v, err := m.call(g, t, off)
+	if err != nil {
+		if m.scan != nil {
+			m.scan.problem(m.entry, off, err.Msg)
+			return &opaque{what: g.String() + "(...)", off: off}, nil
+		}
+		return nil, err
+	}
+	return v, nil
+}
+
+func placeOf(a *allowEntry) string {
+	if a.role == roleStorageType {
+		return "as the storage type of a persistent id"
+	}
+	return "as the dtype argument of torch._utils._rebuild_tensor_v3"
+}
+
+// call validates the arguments of an allowlisted callable and builds its record.
+func (m *vm) call(g *global, args tuple, off int64) (any, *Error) {
+	bad := func(kind error, format string, a ...any) *Error {
+		return m.errf(kind, off, "%s: %s", g, fmt.Sprintf(format, a...))
+	}
+	switch g.allow.role {
+	case roleOrderedDict:
+		d := &dict{ordered: true}
+		if len(args) == 0 {
+			return d, nil
+		}
+		if len(args) != 1 {
+			return nil, bad(ErrCorrupt, "expected at most 1 argument, got %d", len(args))
+		}
+		var pairs []any
+		switch x := args[0].(type) {
+		case *list:
+			pairs = x.items
+		case tuple:
+			pairs = x
+		case *dict:
+			for i := range x.keys {
+				d.set(x.keys[i], x.vals[i])
+			}
+			return d, nil
+		default:
+			return nil, bad(ErrCorrupt, "argument is a %s, not a sequence of pairs", typeName(args[0]))
+		}
+		for _, p := range pairs {
+			var kv []any
+			switch x := p.(type) {
+			case tuple:
+				kv = x
+			case *list:
+				kv = x.items
+			}
+			if len(kv) != 2 {
+				return nil, bad(ErrCorrupt, "item is not a (key, value) pair")
+			}
+			if !d.set(kv[0], kv[1]) {
+				return nil, bad(ErrUnsupported, "dict key of type %s is not supported", typeName(kv[0]))
+			}
+		}
+		return d, nil
+	case roleCodecsEncode:
+		if len(args) != 2 {
+			return nil, bad(ErrNotAllowed, "expected (str, 'latin1'), got %d arguments", len(args))
+		}
+		s, ok1 := args[0].(string)
+		enc, ok2 := args[1].(string)
+		if !ok1 || !ok2 || enc != "latin1" {
+			return nil, bad(ErrNotAllowed, "only (str, 'latin1') is allowed, got (%s, %s)", typeName(args[0]), describeArg(args[1]))
+		}
+		b := make([]byte, 0, len(s))
+		for _, r := range s {
+			if r > 0xff {
+				return nil, bad(ErrCorrupt, "character U+%04X cannot be encoded as latin1", r)
+			}
+			b = append(b, byte(r))
+		}
+		return b, nil
+	case roleTorchSize:
+		if len(args) != 1 {
+			return nil, bad(ErrCorrupt, "expected 1 argument, got %d", len(args))
+		}
+		dims, ok := intsOf(args[0])
+		if !ok {
+			return nil, bad(ErrCorrupt, "argument is not a sequence of ints")
+		}
+		t := make(tuple, len(dims))
+		for i, d := range dims {
+			t[i] = d
+		}
+		return t, nil
+	case roleRebuildTensor, roleRebuildTensorV2, roleRebuildTensorV3:
+		return m.rebuildTensor(g, args, off)
+	case roleRebuildParam, roleRebuildParamState:
+		return m.rebuildParameter(g, args, off)
+	}
+	return nil, bad(ErrNotAllowed, "not callable")
+}
+
+func describeArg(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return typeName(v)
+}
+
+// intsOf converts a tuple or list of ints to []int64.
+func intsOf(v any) ([]int64, bool) {
+	var items []any
+	switch x := v.(type) {
+	case tuple:
+		items = x
+	case *list:
+		items = x.items
+	default:
+		return nil, false
+	}
+	out := make([]int64, len(items))
+	for i, it := range items {
+		n, ok := it.(int64)
+		if !ok {
+			return nil, false
+		}
+		out[i] = n
+	}
+	return out, true
+}
+
+// boolOf accepts bool, or the ints 0/1 protocol-0/1 writers may use.
+func boolOf(v any) (bool, bool) {
+	switch x := v.(type) {
+	case bool:
+		return x, true
+	case int64:
+		if x == 0 || x == 1 {
+			return x == 1, true
+		}
+	}
+	return false, false
+}
+
+// emptyDict accepts an empty dict/OrderedDict (backward hooks) and, if
+// allowNone, None.
+func emptyDict(v any, allowNone bool) bool {
+	if v == nil {
+		return allowNone
+	}
+	d, ok := v.(*dict)
+	return ok && len(d.keys) == 0
+}
+
+// rebuildTensor validates _rebuild_tensor{,_v2,_v3} arguments:
+//
+//	_rebuild_tensor(storage, storage_offset, size, stride)
+//	_rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
+//	_rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype[, metadata])
+func (m *vm) rebuildTensor(g *global, args tuple, off int64) (any, *Error) {
+	bad := func(kind error, format string, a ...any) *Error {
+		return m.errf(kind, off, "%s: %s", g, fmt.Sprintf(format, a...))
+	}
+	role := g.allow.role
+	min, max := 4, 4
+	switch role {
+	case roleRebuildTensorV2:
+		min, max = 6, 7
+	case roleRebuildTensorV3:
+		min, max = 7, 8
+	}
+	if len(args) < min || len(args) > max {
+		return nil, bad(ErrCorrupt, "expected %d to %d arguments, got %d", min, max, len(args))
+	}
+	st, ok := args[0].(*storageRef)
+	if !ok {
+		return nil, bad(ErrCorrupt, "first argument is a %s, not a storage persistent id", describe(args[0]))
+	}
+	offset, ok := args[1].(int64)
+	if !ok {
+		return nil, bad(ErrCorrupt, "storage offset is a %s, not an int", typeName(args[1]))
+	}
+	size, ok := intsOf(args[2])
+	if !ok {
+		return nil, bad(ErrCorrupt, "size is not a tuple of ints")
+	}
+	stride, ok := intsOf(args[3])
+	if !ok {
+		return nil, bad(ErrCorrupt, "stride is not a tuple of ints")
+	}
+	rec := &tensorRec{storage: st, offset: offset, size: size, stride: stride, off: off}
+	dt := &dtypeInfo{name: st.typ.name, dtype: st.typ.dtype, itemSize: st.typ.itemSize}
+	if role != roleRebuildTensor {
+		rg, ok := boolOf(args[4])
+		if !ok {
+			return nil, bad(ErrCorrupt, "requires_grad is a %s, not a bool", typeName(args[4]))
+		}
+		rec.requiresGrad = rg
+		if !emptyDict(args[5], true) {
+			return nil, bad(ErrUnsupported, "backward hooks (%s) are not supported", describe(args[5]))
+		}
+		meta := 6
+		if role == roleRebuildTensorV3 {
+			dg, ok := args[6].(*global)
+			if !ok || dg.allow == nil || dg.allow.role != roleDType {
+				return nil, bad(ErrCorrupt, "dtype argument is a %s, not a torch dtype", describe(args[6]))
+			}
+			if !st.typ.untyped {
+				return nil, bad(ErrCorrupt, "storage type %s is not torch.UntypedStorage", st.typ.name)
+			}
+			dt = dg.allow.dtype
+			meta = 7
+		}
+		if len(args) > meta && !emptyDict(args[meta], true) {
+			return nil, bad(ErrUnsupported, "tensor metadata (%s) is not supported", describe(args[meta]))
+		}
+	}
+	rec.dtype = dt
+	if err := m.checkView(rec); err != "" {
+		return nil, bad(ErrCorrupt, "%s", err)
+	}
+	if n := viewBytes(rec); n > m.lim.MaxTensorBytes {
+		return nil, bad(ErrLimit, "tensor of %d bytes exceeds the %d-byte limit", n, m.lim.MaxTensorBytes)
+	}
+	*m.ids++
+	rec.id = *m.ids
+	return rec, nil
+}
+
+// checkView verifies that the view lies inside its storage, with overflow
+// checks; it returns "" or the problem.
+func (m *vm) checkView(t *tensorRec) string {
+	if len(t.size) != len(t.stride) {
+		return fmt.Sprintf("size has %d dims but stride has %d", len(t.size), len(t.stride))
+	}
+	if len(t.size) > m.lim.MaxDims {
+		return fmt.Sprintf("%d dims exceed the limit of %d", len(t.size), m.lim.MaxDims)
+	}
+	if t.offset < 0 {
+		return fmt.Sprintf("negative storage offset %d", t.offset)
+	}
+	numel := int64(1)
+	for i, s := range t.size {
+		if s < 0 {
+			return fmt.Sprintf("negative size %d in dim %d", s, i)
+		}
+		if t.stride[i] < 0 {
+			return fmt.Sprintf("negative stride %d in dim %d", t.stride[i], i)
+		}
+	}
+	for _, s := range t.size {
+		var ok bool
+		if numel, ok = mulCheck(numel, s); !ok {
+			return fmt.Sprintf("size %v overflows", t.size)
+		}
+	}
+	is := int64(t.dtype.itemSize)
+	if _, ok := mulCheck(numel, is); !ok {
+		return fmt.Sprintf("size %v overflows", t.size)
+	}
+	limit := t.storage.nbytes
+	if numel == 0 {
+		end, ok := mulCheck(t.offset, is)
+		if !ok || end > limit {
+			return fmt.Sprintf("empty view at offset %d lies past the end of storage %q (%d bytes)", t.offset, t.storage.key, limit)
+		}
+		return ""
+	}
+	last := t.offset
+	for i, s := range t.size {
+		d, ok := mulCheck(s-1, t.stride[i])
+		if !ok {
+			return fmt.Sprintf("view size %v stride %v overflows", t.size, t.stride)
+		}
+		if last, ok = addCheck(last, d); !ok {
+			return fmt.Sprintf("view size %v stride %v overflows", t.size, t.stride)
+		}
+	}
+	end, ok := addCheck(last, 1)
+	if ok {
+		end, ok = mulCheck(end, is)
+	}
+	if !ok || end > limit {
+		return fmt.Sprintf("view (offset %d, size %v, stride %v) does not fit in storage %q of %d elements", t.offset, t.size, t.stride, t.storage.key, t.storage.numel)
+	}
+	return ""
+}
+
+// rebuildParameter validates _rebuild_parameter(data, requires_grad,
+// backward_hooks) and _rebuild_parameter_with_state(..., state).
+func (m *vm) rebuildParameter(g *global, args tuple, off int64) (any, *Error) {
+	bad := func(kind error, format string, a ...any) *Error {
+		return m.errf(kind, off, "%s: %s", g, fmt.Sprintf(format, a...))
+	}
+	want := 3
+	if g.allow.role == roleRebuildParamState {
+		want = 4
+	}
+	if len(args) != want {
+		return nil, bad(ErrCorrupt, "expected %d arguments, got %d", want, len(args))
+	}
+	data, ok := args[0].(*tensorRec)
+	if !ok {
+		return nil, bad(ErrCorrupt, "data is a %s, not a rebuilt tensor", describe(args[0]))
+	}
+	rg, ok := boolOf(args[1])
+	if !ok {
+		return nil, bad(ErrCorrupt, "requires_grad is a %s, not a bool", typeName(args[1]))
+	}
+	if !emptyDict(args[2], true) {
+		return nil, bad(ErrUnsupported, "backward hooks (%s) are not supported", describe(args[2]))
+	}
+	if want == 4 {
+		switch args[3].(type) {
+		case nil, *dict, tuple:
+		default:
+			return nil, bad(ErrCorrupt, "state is a %s", describe(args[3]))
+		}
+	}
+	p := *data
+	p.isParameter = true
+	p.requiresGrad = rg
+	p.off = off
+	*m.ids++
+	p.id = *m.ids
+	return &p, nil
+}
+
+// persistentLoad validates a BINPERSID tuple: only torch's
+// ('storage', <storage class>, key, location, numel[, view_metadata]).
+func (m *vm) persistentLoad(pid any, off int64) (any, error) {
+	v, err := m.storagePID(pid, off)
+	if err != nil {
+		if m.scan != nil {
+			m.scan.problem(m.entry, off, err.Msg)
+			return &opaque{what: "persistent id", off: off}, nil
+		}
+		return nil, err
+	}
+	return v, nil
+}
+
+func (m *vm) storagePID(pid any, off int64) (*storageRef, *Error) {
+	if m.pids == pidNone {
+		return nil, m.errf(ErrCorrupt, off, "persistent id (BINPERSID) in a pickle that cannot contain one")
+	}
+	t, ok := pid.(tuple)
+	if !ok || len(t) == 0 {
+		return nil, m.errf(ErrCorrupt, off, "persistent id is a %s, not a ('storage', ...) tuple", describe(pid))
+	}
+	var tag string
+	switch x := t[0].(type) {
+	case string:
+		tag = x
+	case []byte:
+		tag = string(x)
+	}
+	if tag != "storage" {
+		return nil, m.errf(ErrCorrupt, off, "persistent id tag %s; only 'storage' is allowed", describeArg(t[0]))
+	}
+	want := 5
+	if m.pids == pidLegacy {
+		want = 6
+	}
+	if len(t) != want {
+		return nil, m.errf(ErrCorrupt, off, "storage persistent id has %d fields, want %d", len(t), want)
+	}
+	g, ok := t[1].(*global)
+	if !ok || g.allow == nil || g.allow.role != roleStorageType {
+		return nil, m.errf(ErrCorrupt, off, "storage type is a %s, not a torch storage class", describe(t[1]))
+	}
+	key, ok := t[2].(string)
+	if !ok {
+		return nil, m.errf(ErrCorrupt, off, "storage key is a %s, not a str", typeName(t[2]))
+	}
+	loc, ok := t[3].(string)
+	if !ok {
+		return nil, m.errf(ErrCorrupt, off, "storage location is a %s, not a str", typeName(t[3]))
+	}
+	numel, ok := t[4].(int64)
+	if !ok || numel < 0 {
+		return nil, m.errf(ErrCorrupt, off, "storage %q numel is %s", key, describeNum(t[4]))
+	}
+	if want == 6 && t[5] != nil {
+		return nil, m.errf(ErrUnsupported, off, "storage %q has view metadata (pre-1.0 legacy storage views are not supported)", key)
+	}
+	st := g.allow.storage
+	nbytes, ok := mulCheck(numel, int64(st.itemSize))
+	if !ok {
+		return nil, m.errf(ErrCorrupt, off, "storage %q numel %d overflows", key, numel)
+	}
+	if prev, ok := m.storages[key]; ok {
+		if prev.typ != st {
+			return nil, m.errf(ErrCorrupt, off, "storage %q used as both %s and %s", key, prev.typ.name, st.name)
+		}
+		if prev.numel != numel {
+			return nil, m.errf(ErrCorrupt, off, "storage %q declared with numel %d and %d", key, prev.numel, numel)
+		}
+		return prev, nil
+	}
+	ref := &storageRef{key: key, typ: st, location: loc, numel: numel, off: off, nbytes: nbytes}
+	m.storages[key] = ref
+	return ref, nil
+}
+
+func describeNum(v any) string {
+	switch x := v.(type) {
+	case int64:
+		return fmt.Sprint(x)
+	case *big.Int:
+		return x.String()
+	}
+	return "a " + typeName(v)
+}
+
+// build handles BUILD: only OrderedDict instances with a dict state (the
+// _metadata attribute of state_dict()).
+func (m *vm) build(inst, state any, off int64) error {
+	d, ok := inst.(*dict)
+	st, ok2 := state.(*dict)
+	if ok && d.ordered && ok2 {
+		d.state = st
+		return nil
+	}
+	if m.scan != nil {
+		m.scan.opcode(opBuild, off, describe(inst))
+		return nil
+	}
+	if !ok || !d.ordered {
+		return m.errf(ErrNotAllowed, off, "BUILD on a %s (only an OrderedDict may receive state)", describe(inst))
+	}
+	return m.errf(ErrNotAllowed, off, "BUILD with a %s state (only a dict is allowed)", describe(state))
+}
+
+func mulCheck(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	if a < 0 || b < 0 {
+		return 0, false
+	}
+	if a > math.MaxInt64/b {
+		return 0, false
+	}
+	return a * b, true
+}
+
+func addCheck(a, b int64) (int64, bool) {
+	if a < 0 || b < 0 || a > math.MaxInt64-b {
+		return 0, false
+	}
+	return a + b, true
+}
+
+// viewBytes is the contiguous size of a validated view.
+func viewBytes(t *tensorRec) int64 {
+	n := int64(t.dtype.itemSize)
+	for _, s := range t.size {
+		n *= s
+	}
+	return n
+}

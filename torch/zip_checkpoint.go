@@ -1,0 +1,177 @@
+package torch
+
+import (
+	"io"
+	"strconv"
+	"strings"
+)
+
+// openZip reads a torch zip checkpoint. Order matters: every data.pkl
+// candidate is decoded first (so a dangerous global is what gets reported,
+// even in an archive that is also malformed), then container problems are
+// reported, then the object is resolved against the storage records.
+func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
+	z, err := readZip(r, size, lim)
+	if err != nil {
+		return nil, err
+	}
+	prefix := z.prefix()
+
+	type decoded struct {
+		e        *zipEntry
+		root     any
+		storages map[string]*storageRef
+		err      error
+	}
+	var pkls []decoded
+	for _, e := range z.entries {
+		if !isDataPkl(e.name) {
+			continue
+		}
+		d := decoded{e: e}
+		d.root, d.storages, d.err = decodeZipPickle(z, e, lim)
+		if d.err != nil && isGlobalRefusal(d.err) {
+			return nil, d.err
+		}
+		pkls = append(pkls, d)
+	}
+	for _, p := range z.problems {
+		return nil, newError(p.kind, p.entry, -1, "%s", p.msg)
+	}
+	if len(pkls) == 0 {
+		return nil, newError(ErrCorrupt, "", -1, "zip archive has no <prefix>/data.pkl record (not a torch checkpoint)")
+	}
+	if len(pkls) > 1 {
+		return nil, newError(ErrCorrupt, pkls[1].e.name, -1, "more than one data.pkl record")
+	}
+	for _, e := range z.entries {
+		rest := strings.TrimPrefix(e.name, prefix+"/")
+		if rest == "constants.pkl" || strings.HasPrefix(rest, "code/") {
+			return nil, newError(ErrUnsupported, e.name, -1, "TorchScript archive (torch.jit.save); only torch.save checkpoints are supported")
+		}
+	}
+	version, err := zipVersion(z, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if e := z.byName[prefix+"/byteorder"]; e != nil {
+		b, err := z.readSmall(e, 64)
+		if err != nil {
+			return nil, err
+		}
+		switch strings.TrimSpace(string(b)) {
+		case "little":
+		case "big":
+			return nil, newError(ErrUnsupported, e.name, -1, "big-endian checkpoint (byteorder record says \"big\"); only little-endian data is supported")
+		default:
+			return nil, newError(ErrCorrupt, e.name, -1, "byteorder record says %q", truncate(b))
+		}
+	}
+	p := pkls[0]
+	if p.err != nil {
+		return nil, p.err
+	}
+	stores := make(map[*storageRef]*Storage, len(p.storages))
+	for _, ref := range p.storages {
+		s, err := zipStorage(z, prefix, ref)
+		if err != nil {
+			return nil, err
+		}
+		stores[ref] = s
+	}
+	c := &Checkpoint{Format: "zip", Prefix: prefix, Version: version}
+	if err := c.build(p.root, stores, p.e.name, lim); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// isDataPkl reports whether name is "<folder>/data.pkl" (one level deep).
+func isDataPkl(name string) bool {
+	i := strings.IndexByte(name, '/')
+	return i > 0 && name[i+1:] == "data.pkl"
+}
+
+// decodeZipPickle decodes one data.pkl strictly, checking trailing bytes and CRC.
+func decodeZipPickle(z *zipArchive, e *zipEntry, lim *Limits) (any, map[string]*storageRef, error) {
+	ra, off, n, ok := z.pickleReader(e, lim.MaxPickleBytes)
+	if !ok {
+		return nil, nil, newError(ErrCorrupt, e.name, -1, "record cannot be read")
+	}
+	if n == 0 {
+		return nil, nil, newError(ErrCorrupt, e.name, -1, "data.pkl is empty")
+	}
+	if n > lim.MaxPickleBytes {
+		return nil, nil, newError(ErrLimit, e.name, -1, "data.pkl is %d bytes, over the %d-byte limit", n, lim.MaxPickleBytes)
+	}
+	src := newSource(ra, off, n, e.name)
+	src.hash = e.method == 0
+	m := newVM(src, lim, e.name, pidZip, nil, nil)
+	root, err := m.run()
+	if err != nil {
+		return nil, nil, err
+	}
+	if src.remaining() != 0 {
+		return nil, nil, newError(ErrCorrupt, e.name, src.pos, "%d bytes after the pickle's STOP", src.remaining())
+	}
+	if src.hash {
+		crc, err := src.finishCRC()
+		if err != nil {
+			return nil, nil, err
+		}
+		if crc != e.crc {
+			return nil, nil, newError(ErrCorrupt, e.name, -1, "CRC-32 mismatch (stored %08x, computed %08x)", e.crc, crc)
+		}
+	}
+	return root, m.storages, nil
+}
+
+// zipVersion reads and checks the "version" record.
+func zipVersion(z *zipArchive, prefix string) (string, error) {
+	e := z.byName[prefix+"/version"]
+	if e == nil {
+		e = z.byName[prefix+"/.data/version"]
+	}
+	if e == nil {
+		return "", newError(ErrCorrupt, "", -1, "no %s/version record", prefix)
+	}
+	b, err := z.readSmall(e, 64)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	v, perr := strconv.Atoi(s)
+	// torch 1.13 writes 3 and reads up to 10; later versions stay in that range
+	if perr != nil || v < 1 || v > 10 {
+		return "", newError(ErrCorrupt, e.name, -1, "unsupported checkpoint format version %q (expected 1 to 10)", truncate(b))
+	}
+	return s, nil
+}
+
+// validKey reports whether a storage key is a plain record name.
+func validKey(k string) bool {
+	if k == "" || k == "." || k == ".." || len(k) > 255 {
+		return false
+	}
+	return !strings.ContainsAny(k, "/\\\x00")
+}
+
+// zipStorage resolves a persistent id to <prefix>/data/<key>, and nothing else.
+func zipStorage(z *zipArchive, prefix string, ref *storageRef) (*Storage, error) {
+	if !validKey(ref.key) {
+		return nil, newError(ErrCorrupt, "", -1, "storage key %q is not a plain record name", ref.key)
+	}
+	name := prefix + "/data/" + ref.key
+	e := z.byName[name]
+	if e == nil {
+		return nil, newError(ErrCorrupt, "", -1, "storage %q: record %s is missing", ref.key, name)
+	}
+	if e.usize < ref.nbytes {
+		return nil, newError(ErrCorrupt, name, -1, "storage %q is %d bytes but its persistent id needs %d (%d x %s)", ref.key, e.usize, ref.nbytes, ref.numel, ref.typ.name)
+	}
+	return &Storage{
+		Key: ref.key, DType: ref.typ.dtype, ItemSize: ref.typ.itemSize, Numel: ref.numel, Location: ref.location,
+		sec: io.NewSectionReader(z.r, e.dataOff, ref.nbytes), entry: name,
+		r: z.r, recOff: e.dataOff, recLen: e.usize, crc: e.crc, hasCRC: true,
+	}, nil
+}
