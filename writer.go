@@ -286,6 +286,50 @@ func (w *Writer) CopyTensor(name string, r io.Reader) error {
 	return nil
 }
 
+// WriteTensorFrom writes the named tensor's bytes by calling src.WriteTo,
+// which must produce exactly the tensor's size; producing more is stopped
+// with an error at the first excess byte. It lets a producer such as a
+// strided gather push its bytes straight into the file without a pipe.
+func (w *Writer) WriteTensorFrom(name string, src io.WriterTo) error {
+	t, err := w.expect(name)
+	if err != nil {
+		return err
+	}
+	lw := &limitWriter{w: w.dst, left: t.Size()}
+	n, err := src.WriteTo(lw)
+	switch {
+	case lw.err != nil:
+		err = lw.err
+	case err == nil && n != t.Size():
+		err = fmt.Errorf("%w: tensor %q: source wrote %d bytes, its dtype and shape need %d", ErrWrite, name, n, t.Size())
+	case err == nil && lw.left != 0:
+		err = fmt.Errorf("%w: tensor %q: source ended %d bytes short", ErrWrite, name, lw.left)
+	}
+	if err != nil {
+		w.err = err
+		return err
+	}
+	w.next++
+	return nil
+}
+
+// limitWriter passes at most left bytes through and fails beyond.
+type limitWriter struct {
+	w    io.Writer
+	left int64
+	err  error
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.left {
+		l.err = fmt.Errorf("%w: source holds more bytes than the tensor's dtype and shape need", ErrWrite)
+		return 0, l.err
+	}
+	n, err := l.w.Write(p)
+	l.left -= int64(n)
+	return n, err
+}
+
 // Close checks that every tensor was written. It does not close the
 // underlying writer.
 func (w *Writer) Close() error {
@@ -335,6 +379,25 @@ func (fw *FileWriter) Close() error {
 		return err
 	}
 	return fw.f.Commit()
+}
+
+// CloseVerified is Close with a check before the file appears: once every
+// tensor is written, verify reads the new file back through a [Reader]
+// while it is being synced to disk, and the file is renamed into place only
+// if verify returns nil. The Reader is valid only during the call.
+func (fw *FileWriter) CloseVerified(verify func(*Reader) error) error {
+	if err := fw.Writer.Close(); err != nil {
+		fw.f.Abort()
+		return err
+	}
+	return fw.f.CommitAfter(func() error {
+		size := fw.header.FileSize()
+		r, err := NewReader(fw.f.File, size, WithName(fw.f.Path()))
+		if err != nil {
+			return fmt.Errorf("safetensors: re-reading %s: %w", fw.f.Path(), err)
+		}
+		return verify(r)
+	})
 }
 
 // Abort discards the file; the destination is left as it was.

@@ -1,7 +1,6 @@
 package convert
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"hash"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -68,34 +66,26 @@ func (p *Plan) Write(out string) (*Report, error) {
 			return nil, fmt.Errorf("%w: %s", ErrExists, out)
 		}
 	}
-	// The safetensors writer commits to tmp; tmp is renamed to out only
-	// after verification, so out never holds an unverified file.
-	tmp, err := tempName(out)
+	r, err := p.write(out)
 	if err != nil {
 		return nil, err
 	}
-	r, err := p.write(tmp)
-	if err != nil {
-		os.Remove(tmp)
-		return nil, err
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		os.Remove(tmp)
-		return nil, err
-	}
-	syncDir(filepath.Dir(out))
 	r.Output = out
 	return r, nil
 }
 
-func (p *Plan) write(tmp string) (*Report, error) {
+// write streams every tensor into an atomic safetensors writer. With
+// verification, each source tensor is hashed while it is written, and the
+// finished file is read back and re-hashed while it is synced to disk; it
+// is renamed into place only if every hash matches.
+func (p *Plan) write(out string) (*Report, error) {
 	r := p.Report()
 	infos := make([]safetensors.TensorInfo, len(r.Tensors))
 	for i, t := range r.Tensors {
 		dt, _ := safetensors.ParseDType(t.DType)
 		infos[i] = safetensors.TensorInfo{Name: t.Name, DType: dt, Shape: t.Shape}
 	}
-	fw, err := safetensors.Create(tmp, infos, r.Metadata)
+	fw, err := safetensors.Create(out, infos, r.Metadata)
 	if err != nil {
 		return nil, err
 	}
@@ -118,48 +108,83 @@ func (p *Plan) write(tmp string) (*Report, error) {
 			tr.SHA256 = hex.EncodeToString(h.Sum(nil))
 		}
 	}
-	if err := fw.Close(); err != nil {
+	if p.opt.NoVerify {
+		err = fw.Close()
+	} else {
+		err = fw.CloseVerified(func(f *safetensors.Reader) error { return verify(f, r) })
+	}
+	if err != nil {
 		return nil, err
 	}
-	if !p.opt.NoVerify {
-		if err := verify(tmp, r); err != nil {
-			return nil, err
-		}
-		r.Verified = true
-	}
-	if st, err := os.Stat(tmp); err == nil {
-		r.FileSize = st.Size()
-	}
+	r.Verified = !p.opt.NoVerify
+	r.FileSize = fw.Header().FileSize()
 	return r, nil
 }
 
-// copyTensor streams t's contiguous bytes into fw through a pipe: the
-// torch side pushes (WriteTo), the safetensors side pulls (CopyTensor).
-// Only the pipe's chunks are in memory, plus whatever WriteTo needs to
-// gather a strided view. The producer hashes each chunk after handing it
-// over, so hashing overlaps the file write.
+// copyTensor has t write its contiguous bytes straight into fw. When h is
+// set, each chunk is hashed on another goroutine while the same chunk is
+// written, so hashing overlaps the file write; only the producer's own
+// buffer (a chunk, or what a strided gather needs) is in memory.
 func copyTensor(fw *safetensors.FileWriter, name string, t *torch.Tensor, h hash.Hash, prog *progress) error {
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		var w io.Writer = &countWriter{w: pw, prog: prog}
-		if h != nil {
-			w = io.MultiWriter(w, h)
-		}
-		_, err := t.WriteTo(w)
-		pw.CloseWithError(err)
-		done <- err
-	}()
-	err := fw.CopyTensor(name, pr)
-	pr.CloseWithError(errors.New("conversion aborted"))
-	werr := <-done
-	// The source's own error (CRC mismatch, truncated record) says more
-	// than the writer's "source ended early".
-	if werr != nil {
-		return werr
+	src := &teeSource{t: t, prog: prog}
+	if h != nil {
+		src.hasher = newOverlapHasher(h)
+		defer src.hasher.close()
 	}
-	return err
+	return fw.WriteTensorFrom(name, src)
 }
+
+// teeSource is the tensor as an io.WriterTo that also hashes and counts.
+type teeSource struct {
+	t      *torch.Tensor
+	hasher *overlapHasher
+	prog   *progress
+}
+
+func (s *teeSource) WriteTo(w io.Writer) (int64, error) {
+	return s.t.WriteTo(&teeWriter{w: w, hasher: s.hasher, prog: s.prog})
+}
+
+type teeWriter struct {
+	w      io.Writer
+	hasher *overlapHasher
+	prog   *progress
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	if t.hasher != nil {
+		t.hasher.start(p)
+	}
+	n, err := t.w.Write(p)
+	if t.hasher != nil {
+		t.hasher.wait() // p may be reused once Write returns
+	}
+	t.prog.add(n)
+	return n, err
+}
+
+// overlapHasher hashes chunks on its own goroutine.
+type overlapHasher struct {
+	h    hash.Hash
+	in   chan []byte
+	done chan struct{}
+}
+
+func newOverlapHasher(h hash.Hash) *overlapHasher {
+	o := &overlapHasher{h: h, in: make(chan []byte), done: make(chan struct{})}
+	go func() {
+		for p := range o.in {
+			o.h.Write(p)
+			o.done <- struct{}{}
+		}
+		close(o.done)
+	}()
+	return o
+}
+
+func (o *overlapHasher) start(p []byte) { o.in <- p }
+func (o *overlapHasher) wait()          { <-o.done }
+func (o *overlapHasher) close()         { close(o.in) }
 
 type progress struct {
 	mu      sync.Mutex
@@ -178,25 +203,9 @@ func (p *progress) add(n int) {
 	p.mu.Unlock()
 }
 
-type countWriter struct {
-	w    io.Writer
-	prog *progress
-}
-
-func (c *countWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.prog.add(n)
-	return n, err
-}
-
 // verify re-reads the written file and compares every tensor's dtype,
 // shape and SHA-256 with the source's, hashing tensors in parallel.
-func verify(path string, r *Report) error {
-	f, err := safetensors.Open(path)
-	if err != nil {
-		return fmt.Errorf("%w: re-reading the output: %v", ErrVerify, err)
-	}
-	defer f.Close()
+func verify(f *safetensors.Reader, r *Report) error {
 	if f.Len() != len(r.Tensors) {
 		return fmt.Errorf("%w: the output holds %d tensors, %d were written", ErrVerify, f.Len(), len(r.Tensors))
 	}
@@ -212,8 +221,9 @@ func verify(path string, r *Report) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			buf := make([]byte, 1<<20)
 			for tr := range work {
-				errs <- verifyTensor(f, tr)
+				errs <- verifyTensor(f, tr, buf)
 			}
 		}()
 	}
@@ -231,7 +241,7 @@ func verify(path string, r *Report) error {
 	return nil
 }
 
-func verifyTensor(f *safetensors.File, tr *TensorReport) error {
+func verifyTensor(f *safetensors.Reader, tr *TensorReport, buf []byte) error {
 	t, err := f.Tensor(tr.Name)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrVerify, err)
@@ -240,23 +250,13 @@ func verifyTensor(f *safetensors.File, tr *TensorReport) error {
 		return fmt.Errorf("%w: tensor %q is %s %v in the output, %s %v in the source", ErrVerify, tr.Name, t.DType, t.Shape, tr.DType, tr.Shape)
 	}
 	h := sha256.New()
-	if _, err := t.WriteTo(h); err != nil {
+	if _, err := io.CopyBuffer(h, t.Reader(), buf); err != nil {
 		return fmt.Errorf("%w: tensor %q: %v", ErrVerify, tr.Name, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != tr.SHA256 {
 		return fmt.Errorf("%w: tensor %q: SHA-256 %s in the output, %s in the source", ErrVerify, tr.Name, got, tr.SHA256)
 	}
 	return nil
-}
-
-// tempName returns an unused hidden name beside out.
-func tempName(out string) (string, error) {
-	dir, base := filepath.Split(out)
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "."+base+".convert-"+hex.EncodeToString(b[:])), nil
 }
 
 func sameFile(a, b string) (bool, error) {
@@ -272,13 +272,4 @@ func sameFile(a, b string) (bool, error) {
 		return false, err
 	}
 	return os.SameFile(sa, sb), nil
-}
-
-// syncDir makes a rename durable; errors are ignored, as not every
-// file system supports syncing a directory.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

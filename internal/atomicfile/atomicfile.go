@@ -70,6 +70,39 @@ func (f *File) Commit() error {
 	return nil
 }
 
+// CommitAfter syncs the file to disk while check runs (check may read the
+// file through f.File meanwhile), then renames it over the destination if
+// both succeeded. If either fails the temporary file is removed and the
+// destination is untouched; check's error is returned first.
+func (f *File) CommitAfter(check func() error) error {
+	if f.done {
+		return os.ErrClosed
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- f.File.Sync() }()
+	cerr := check()
+	serr := <-synced
+	if cerr == nil {
+		cerr = serr
+	}
+	if cerr != nil {
+		f.Abort()
+		return cerr
+	}
+	f.done = true
+	tmp := f.File.Name()
+	err := f.File.Close()
+	if err == nil {
+		err = os.Rename(tmp, f.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	syncDir(filepath.Dir(f.path))
+	return nil
+}
+
 // Abort discards the temporary file. It is safe to call after Commit, where
 // it does nothing, so `defer f.Abort()` is the usual pattern.
 func (f *File) Abort() error {
