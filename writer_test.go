@@ -286,3 +286,39 @@ func TestReadAll(t *testing.T) {
 		}
 	}
 }
+
+func TestCloseVerified(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "v.safetensors")
+	infos := []TensorInfo{{Name: "a", DType: U8, Shape: []int64{3}}}
+	for _, fail := range []bool{true, false} {
+		fw, err := Create(path, infos, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.WriteTensor("a", []byte{1, 2, 3})
+		err = fw.CloseVerified(func(r *Reader) error {
+			x, err := r.Tensor("a")
+			if err != nil {
+				return err
+			}
+			if b, _ := x.Bytes(); !bytes.Equal(b, []byte{1, 2, 3}) {
+				return errors.New("read back wrong bytes")
+			}
+			if fail {
+				return errors.New("refused")
+			}
+			return nil
+		})
+		_, statErr := os.Stat(path)
+		if fail && (err == nil || statErr == nil) {
+			t.Fatalf("failed verification: err %v, file exists %v", err, statErr == nil)
+		}
+		if !fail && (err != nil || statErr != nil) {
+			t.Fatalf("passed verification: err %v, stat %v", err, statErr)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("%d entries in the directory", len(ents))
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gosafetensors/safetensors/torch/torchtest"
 )
 
 // benchCheckpoint writes a ~260 MiB checkpoint of 301 F32/BF16 tensors, the
@@ -18,7 +20,7 @@ var benchCheckpoint = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var ts []synthTensor
+	var ts []torchtest.Tensor
 	ts = append(ts, synth("embed.weight", "F32", 9, 8192, 1024))
 	for i := range 100 {
 		p := "layers." + itoa(i) + "."

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/torch"
+	"github.com/gosafetensors/safetensors/torch/torchtest"
 )
 
 type indexEntry struct {
@@ -578,7 +579,7 @@ func TestDirSharded(t *testing.T) {
 	dir := t.TempDir()
 	shard1, shard2 := "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin"
 	copyFile(t, "../testdata/torch/tiny_transformer.bin", filepath.Join(dir, shard1))
-	writeTorchZip(t, filepath.Join(dir, shard2), []synthTensor{synth("extra.a", "F32", 1, 3, 4), synth("extra.b", "BF16", 2, 5)})
+	writeTorchZip(t, filepath.Join(dir, shard2), []torchtest.Tensor{synth("extra.a", "F32", 1, 3, 4), synth("extra.b", "BF16", 2, 5)})
 	copyFile(t, "../testdata/malicious/raw_pickle_os_system.bin", filepath.Join(dir, "training_args.bin"))
 	var sc sidecar
 	readJSON(t, "../testdata/torch/tiny_transformer.bin.json", &sc)

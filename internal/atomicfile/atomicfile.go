@@ -49,30 +49,11 @@ func (f *File) Path() string { return f.path }
 
 // Commit syncs the data, closes the file and renames it over the destination.
 // On failure the temporary file is removed and the destination is untouched.
-func (f *File) Commit() error {
-	if f.done {
-		return os.ErrClosed
-	}
-	f.done = true
-	tmp := f.File.Name()
-	err := f.File.Sync()
-	if cerr := f.File.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, f.path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	syncDir(filepath.Dir(f.path))
-	return nil
-}
+func (f *File) Commit() error { return f.CommitAfter(nil) }
 
-// CommitAfter syncs the file to disk while check runs (check may read the
-// file through f.File meanwhile), then renames it over the destination if
-// both succeeded. If either fails the temporary file is removed and the
+// CommitAfter syncs the file to disk while check (if not nil) runs; check
+// may read the file through f.File meanwhile. It then renames the file over
+// the destination if both succeeded. If either fails the temporary file is removed and the
 // destination is untouched; check's error is returned first.
 func (f *File) CommitAfter(check func() error) error {
 	if f.done {
@@ -80,7 +61,10 @@ func (f *File) CommitAfter(check func() error) error {
 	}
 	synced := make(chan error, 1)
 	go func() { synced <- f.File.Sync() }()
-	cerr := check()
+	var cerr error
+	if check != nil {
+		cerr = check()
+	}
 	serr := <-synced
 	if cerr == nil {
 		cerr = serr

@@ -62,3 +62,31 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 		}
 	}
 }
+
+func TestCommitAfterFailedCheck(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.bin")
+	os.WriteFile(path, []byte("old"), 0o644)
+	f, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("new")
+	sentinel := os.ErrInvalid
+	var seen []byte
+	err = f.CommitAfter(func() error {
+		seen = make([]byte, 3)
+		f.ReadAt(seen, 0) // the check can read what was written
+		return sentinel
+	})
+	if err != sentinel {
+		t.Fatalf("got %v", err)
+	}
+	if string(seen) != "new" {
+		t.Fatalf("check read %q", seen)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("destination changed to %q", b)
+	}
+	assertOnly(t, dir, "out.bin")
+}
