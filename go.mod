@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/go-json-experiment/json v1.27.2
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
+	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/x448/float16 v0.8.4
 	golang.org/x/sys v0.50.0
@@ -13,5 +14,7 @@ require (
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 )

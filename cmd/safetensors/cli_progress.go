@@ -1,22 +1,18 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
 
-// progress reports how far a long job got, on stderr, only when stderr is a
-// terminal: a redirected log gets no progress lines.
+// progress shows a byte progress bar (amount, rate, time left) on stderr,
+// only when stderr is a terminal: a redirected log gets no progress lines.
+// A nil *progress is valid and shows nothing.
 type progress struct {
-	w     io.Writer
-	label string
-	total int64
-	last  time.Time
-	shown bool
+	bar *progressbar.ProgressBar
 }
 
 func newProgress(stderr io.Writer, label string, total int64) *progress {
@@ -24,22 +20,40 @@ func newProgress(stderr io.Writer, label string, total int64) *progress {
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return &progress{w: stderr, label: label, total: total, last: time.Now()}
+	bar := progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription(label),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowTotalBytes(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100_000_000), // 100 ms between redraws
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionUseANSICodes(true),
+	)
+	return &progress{bar: bar}
 }
 
-// update shows done of total, at most five times a second.
+// setTotal changes the amount the bar counts to, for jobs that learn it late.
+func (p *progress) setTotal(total int64) {
+	if p != nil && total > 0 && total != p.bar.GetMax64() {
+		p.bar.ChangeMax64(total)
+	}
+}
+
+// update shows done of total.
 func (p *progress) update(done int64) {
-	if p == nil || p.total <= 0 || time.Since(p.last) < 200*time.Millisecond {
+	if p == nil {
 		return
 	}
-	p.last = time.Now()
-	p.shown = true
-	fmt.Fprintf(p.w, "\r\033[K%s  %3.0f%% of %s", p.label, 100*float64(done)/float64(p.total), humanBytes(p.total))
+	p.bar.Set64(done)
 }
 
 // done erases the progress line.
 func (p *progress) done() {
-	if p != nil && p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
+	if p == nil {
+		return
 	}
+	p.bar.Finish()
+	p.bar.Clear()
 }

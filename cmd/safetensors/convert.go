@@ -106,7 +106,7 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 	}
 	bar := newProgress(stderr, "converting "+filepath.Base(in), 0)
 	if bar != nil {
-		opt.Progress = func(w, total int64) { bar.total = total; bar.update(w) }
+		opt.Progress = func(w, total int64) { bar.setTotal(total); bar.update(w) }
 	}
 	rep, err := convert.File(in, out, opt)
 	bar.done()
@@ -121,7 +121,7 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 func convertDir(stdout, stderr io.Writer, in, out string, opt convert.Options) error {
 	bar := newProgress(stderr, "converting "+filepath.Base(filepath.Clean(in)), 0)
 	if bar != nil {
-		opt.Progress = func(w, total int64) { bar.total = total; bar.update(w) }
+		opt.Progress = func(w, total int64) { bar.setTotal(total); bar.update(w) }
 	}
 	rep, err := convert.Dir(in, out, opt)
 	bar.done()
