@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,23 +24,39 @@ import (
 //	go test -run '^$' -bench . -benchtime 5x .
 
 // interleave runs each function b.N times, alternating, and reports each
-// one's ns/op and the ratio of the first to each of the others.
+// one's median time and the ratio of the first one's median to each of the
+// others'. Medians, because a virtual machine's disk and page cache throw
+// occasional multi-second outliers at whichever call is running.
 func interleave(b *testing.B, names []string, fns ...func()) {
 	b.Helper()
-	total := make([]time.Duration, len(fns))
+	interleaveSettled(b, nil, names, fns...)
+}
+
+// interleaveSettled is interleave with settle run, untimed, before each
+// measured call: for writes, flushing the previous call's dirty pages so
+// that it does not slow down the next one.
+func interleaveSettled(b *testing.B, settle func(), names []string, fns ...func()) {
+	b.Helper()
+	times := make([][]time.Duration, len(fns))
 	for range b.N {
 		for i, f := range fns {
+			if settle != nil {
+				settle()
+			}
 			start := time.Now()
 			f()
-			total[i] += time.Since(start)
+			times[i] = append(times[i], time.Since(start))
 		}
 	}
 	b.StopTimer()
-	for i, name := range names {
-		b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N), "ns/"+name)
-		if i > 0 {
-			b.ReportMetric(float64(total[0])/float64(total[i]), "ratio-vs-"+name)
-		}
+	med := make([]float64, len(fns))
+	for i := range fns {
+		slices.Sort(times[i])
+		med[i] = float64(times[i][len(times[i])/2])
+		b.ReportMetric(med[i], "ns/"+names[i])
+	}
+	for i := 1; i < len(fns); i++ {
+		b.ReportMetric(med[0]/med[i], "ratio-vs-"+names[i])
 	}
 	b.ReportMetric(0, "ns/op")
 }
@@ -207,7 +225,9 @@ func BenchmarkWriteFile1GiB(b *testing.B) {
 	flat := bytes.Repeat(chunk, n)
 	dir := b.TempDir()
 	b.SetBytes(n * size)
-	interleave(b, []string{"ours", "oswritefile", "oswritefile+fsync"},
+	// os.WriteFile does not fsync; WriteFile must (atomic and durable), so
+	// oswritefile+fsync is the like-for-like comparison.
+	interleaveSettled(b, func() { syscall.Sync() }, []string{"ours", "oswritefile", "oswritefile+fsync"},
 		func() {
 			if err := safetensors.WriteFile(filepath.Join(dir, "a.safetensors"), tensors, nil); err != nil {
 				b.Fatal(err)

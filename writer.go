@@ -361,8 +361,9 @@ func Create(path string, tensors []TensorInfo, metadata map[string]string) (*Fil
 	if err != nil {
 		return nil, err
 	}
-	if size := int64(len(hdr)) + h.DataSize(); size > 0 {
-		preallocate(f.File, size)
+	if err := checkSpace(f.File, int64(len(hdr))+h.DataSize()); err != nil {
+		f.Abort()
+		return nil, err
 	}
 	if _, err := f.Write(hdr); err != nil {
 		f.Abort()

@@ -1,7 +1,0 @@
-//go:build !linux
-
-package safetensors
-
-import "os"
-
-func preallocate(f *os.File, size int64) {}
