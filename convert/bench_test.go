@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gosafetensors/safetensors/torch"
 	"github.com/gosafetensors/safetensors/torch/torchtest"
 )
 
@@ -133,4 +135,36 @@ func BenchmarkConvert(b *testing.B) {
 			b.ReportMetric(float64(largestBenchTensor)/(1<<20), "largest-tensor-MiB")
 		})
 	}
+}
+
+// BenchmarkScanVsConvert100kTensors compares auditing a 100,000-tensor
+// checkpoint (torch.ScanFile) with converting it (File, verified), run
+// interleaved; ratio-scan-per-convert is scan time / convert time.
+func BenchmarkScanVsConvert100kTensors(b *testing.B) {
+	dir := b.TempDir()
+	in := filepath.Join(dir, "many.pt")
+	ts := make([]torchtest.Tensor, 100_000)
+	data := make([]byte, 16)
+	for i := range ts {
+		ts[i] = torchtest.Tensor{Name: "layers." + strconv.Itoa(i) + ".weight", DType: "F32", Shape: []int64{2, 2}, Data: data}
+	}
+	writeTorchZip(b, in, ts)
+	out := filepath.Join(dir, "many.safetensors")
+	var scan, conv time.Duration
+	for range b.N {
+		start := time.Now()
+		rep, err := torch.ScanFile(in)
+		if err != nil || !rep.Safe() {
+			b.Fatal(err)
+		}
+		scan += time.Since(start)
+		start = time.Now()
+		if _, err := File(in, out, Options{Overwrite: true}); err != nil {
+			b.Fatal(err)
+		}
+		conv += time.Since(start)
+	}
+	b.ReportMetric(float64(scan.Nanoseconds())/float64(b.N), "ns/scan")
+	b.ReportMetric(float64(conv.Nanoseconds())/float64(b.N), "ns/convert")
+	b.ReportMetric(float64(scan)/float64(conv), "ratio-scan-per-convert")
 }

@@ -1,9 +1,12 @@
 // Command safetensors inspects, validates and extracts tensors from
-// safetensors files.
+// safetensors files, converts PyTorch checkpoints to safetensors without
+// running them, and audits checkpoints for code that would run on load.
 //
 //	safetensors inspect model.safetensors        tensors, parameter counts, metadata
 //	safetensors validate *.safetensors           check files, explain what is wrong
 //	safetensors get model.safetensors NAME -o x.npy
+//	safetensors convert pytorch_model.bin        -> model.safetensors, verified
+//	safetensors scan checkpoints/                every global, allowed or not
 //
 // Results go to stdout, diagnostics to stderr. Exit status: 0 ok, 1 problems
 // found (an invalid file, a missing tensor), 2 could not check (unreadable
@@ -93,8 +96,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "safetensors",
-		Short: "Inspect, validate and extract tensors from safetensors files",
-		Long: `safetensors inspects, validates and extracts tensors from safetensors files.
+		Short: "Inspect, validate, extract and convert safetensors files",
+		Long: `safetensors inspects, validates and extracts tensors from safetensors files,
+converts PyTorch checkpoints to safetensors without running any pickle code,
+and scans checkpoints for code that would run when they are loaded.
 
 Results go to stdout, diagnostics to stderr. Exit status: 0 ok, 1 problems
 found (an invalid file, a missing tensor), 2 could not check (unreadable
