@@ -221,9 +221,8 @@ func verify(f *safetensors.Reader, r *Report) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 1<<20)
 			for tr := range work {
-				errs <- verifyTensor(f, tr, buf)
+				errs <- verifyTensor(f, tr)
 			}
 		}()
 	}
@@ -241,7 +240,7 @@ func verify(f *safetensors.Reader, r *Report) error {
 	return nil
 }
 
-func verifyTensor(f *safetensors.Reader, tr *TensorReport, buf []byte) error {
+func verifyTensor(f *safetensors.Reader, tr *TensorReport) error {
 	t, err := f.Tensor(tr.Name)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrVerify, err)
@@ -250,7 +249,7 @@ func verifyTensor(f *safetensors.Reader, tr *TensorReport, buf []byte) error {
 		return fmt.Errorf("%w: tensor %q is %s %v in the output, %s %v in the source", ErrVerify, tr.Name, t.DType, t.Shape, tr.DType, tr.Shape)
 	}
 	h := sha256.New()
-	if _, err := io.CopyBuffer(h, t.Reader(), buf); err != nil {
+	if _, err := t.WriteTo(h); err != nil { // one Write of the mapped bytes
 		return fmt.Errorf("%w: tensor %q: %v", ErrVerify, tr.Name, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != tr.SHA256 {
