@@ -33,6 +33,10 @@ parameters, bytes) in file order, then totals like the Hugging Face Hub's:
 parameters exact and rounded (137M, 8.03B), parameters and bytes per dtype,
 the header size and the metadata. Only the header is read.
 
+A PyTorch checkpoint (.bin .pt .pth .ckpt, zip or legacy) is listed too,
+read by the same inert decoder as convert: nothing in it is executed, and a
+checkpoint that refers to anything but plain tensors is refused.
+
 Exit status: 0 ok, 1 the file is not a valid safetensors file, 2 it could
 not be read.`,
 		Example: `  safetensors inspect model.safetensors
@@ -57,11 +61,12 @@ not be read.`,
 //
 //	{
 //	  "file":         string  the path as given
+//	  "format":       string  "safetensors", or "pytorch-zip" / "pytorch-legacy" for a checkpoint
 //	  "file_size":    int     bytes
-//	  "header_size":  int     N, the header JSON length with padding; data starts at byte 8+N
+//	  "header_size":  int     N, the header JSON length with padding; data starts at byte 8+N (0 for checkpoints)
 //	  "tensor_count": int     number of tensors in the file (before --filter)
 //	  "tensors": [            file order unless --sort; only those matching --filter
-//	    {"name": string, "dtype": string, "shape": [int], "data_offsets": [begin, end],
+//	    {"name": string, "dtype": string, "shape": [int], "data_offsets": [begin, end] (null for checkpoints),
 //	     "parameters": int, "bytes": int}
 //	  ],
 //	  "metadata":            {string: string}   {} when the file has none
@@ -75,6 +80,7 @@ not be read.`,
 // data_offsets are relative to the start of the data section, as in the file.
 type inspectJSON struct {
 	File              string            `json:"file"`
+	Format            string            `json:"format"`
 	FileSize          int64             `json:"file_size"`
 	HeaderSize        int64             `json:"header_size"`
 	TensorCount       int               `json:"tensor_count"`
@@ -91,7 +97,7 @@ type tensorJSON struct {
 	Name        string   `json:"name"`
 	DType       string   `json:"dtype"`
 	Shape       []int64  `json:"shape"`
-	DataOffsets [2]int64 `json:"data_offsets"`
+	DataOffsets *[2]int64 `json:"data_offsets"`
 	Parameters  int64    `json:"parameters"`
 	Bytes       int64    `json:"bytes"`
 }
@@ -113,11 +119,10 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 			return usageError("--filter %q: %v", p, err)
 		}
 	}
-	f, err := safetensors.Open(file)
+	f, err := openInspected(file)
 	if err != nil {
-		return fileProblem(file, err)
+		return err
 	}
-	defer f.Close()
 
 	tensors := selectTensors(f.Tensors, fl.filters)
 	switch fl.sort {
@@ -131,21 +136,22 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 	for _, t := range tensors {
 		n := t.NumElements()
 		totalParams += n
-		totalBytes += t.Size()
+		totalBytes += f.bytes(t)
 		d := byDType[t.DType]
 		if d == nil {
 			d = &dtypeTotal{dtype: t.DType}
 			byDType[t.DType] = d
 		}
 		d.params += n
-		d.bytes += t.Size()
+		d.bytes += f.bytes(t)
 	}
 
 	if fl.json {
 		out := inspectJSON{
 			File:              file,
-			FileSize:          f.FileSize(),
-			HeaderSize:        f.Header.Size,
+			Format:            f.format,
+			FileSize:          f.fileSize,
+			HeaderSize:        f.headerSize,
 			TensorCount:       len(f.Tensors),
 			Tensors:           make([]tensorJSON, len(tensors)),
 			Metadata:          f.Metadata,
@@ -161,7 +167,11 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 				shape = []int64{}
 			}
 			out.Tensors[i] = tensorJSON{Name: t.Name, DType: t.DType.String(), Shape: shape,
-				DataOffsets: t.DataOffsets, Parameters: t.NumElements(), Bytes: t.Size()}
+				Parameters: t.NumElements(), Bytes: f.bytes(t)}
+			if f.format == "safetensors" {
+				offs := t.DataOffsets
+				out.Tensors[i].DataOffsets = &offs
+			}
 		}
 		if out.Metadata == nil {
 			out.Metadata = map[string]string{}
@@ -183,7 +193,7 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 
 	var b strings.Builder
 	if !fl.summary && len(tensors) > 0 {
-		writeTensorTable(&b, tensors, fl.long)
+		writeTensorTable(&b, tensors, fl.long && f.format == "safetensors", f.bytes)
 		b.WriteByte('\n')
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -192,7 +202,10 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 	b.Reset()
 
 	// Totals, like the Hub's "Model size: 8.03B params, Tensor type: BF16".
-	fmt.Fprintf(&b, "file        %s (%s)\n", display(file), humanBytes(f.FileSize()))
+	fmt.Fprintf(&b, "file        %s (%s)\n", display(file), humanBytes(f.fileSize))
+	if f.format != "safetensors" {
+		fmt.Fprintf(&b, "format      PyTorch checkpoint (%s), read without running it; `safetensors convert` makes a safetensors file\n", strings.TrimPrefix(f.format, "pytorch-"))
+	}
 	if len(fl.filters) > 0 {
 		fmt.Fprintf(&b, "tensors     %s of %s match\n", groupDigits(int64(len(tensors))), groupDigits(int64(len(f.Tensors))))
 	} else {
@@ -219,7 +232,9 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 		b.WriteString("by dtype\n")
 		writeColumns(&b, "  ", rows, []bool{false, true, true, true, true})
 	}
-	fmt.Fprintf(&b, "header      %s bytes, data starts at byte %s\n", groupDigits(f.Header.Size), groupDigits(f.DataOffset()))
+	if f.format == "safetensors" {
+		fmt.Fprintf(&b, "header      %s bytes, data starts at byte %s\n", groupDigits(f.headerSize), groupDigits(8+f.headerSize))
+	}
 	if len(f.Metadata) > 0 {
 		b.WriteString("metadata\n")
 		keys := make([]string, 0, len(f.Metadata))
@@ -272,7 +287,7 @@ func matchName(pattern, name string) bool {
 }
 
 // writeTensorTable writes one row per tensor, columns aligned.
-func writeTensorTable(b *strings.Builder, tensors []safetensors.TensorInfo, long bool) {
+func writeTensorTable(b *strings.Builder, tensors []safetensors.TensorInfo, long bool, size func(safetensors.TensorInfo) int64) {
 	header := []string{"NAME", "DTYPE", "SHAPE", "PARAMS", "BYTES"}
 	right := []bool{false, false, false, true, true}
 	if long {
@@ -282,7 +297,7 @@ func writeTensorTable(b *strings.Builder, tensors []safetensors.TensorInfo, long
 	rows := make([][]string, 0, len(tensors)+1)
 	rows = append(rows, header)
 	for _, t := range tensors {
-		row := []string{display(t.Name), t.DType.String(), formatShape(t.Shape), groupDigits(t.NumElements()), humanBytes(t.Size())}
+		row := []string{display(t.Name), t.DType.String(), formatShape(t.Shape), groupDigits(t.NumElements()), humanBytes(size(t))}
 		if long {
 			row = append(row, fmt.Sprintf("[%d, %d]", t.DataOffsets[0], t.DataOffsets[1]))
 		}

@@ -275,3 +275,10 @@ func bytesPhrase(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes (%.1f %s)", n, v, units[u])
 }
+
+// IsCheckpointPrefix reports whether a file starting with p looks like a
+// PyTorch checkpoint: a zip archive or a binary pickle (the legacy format
+// starts with one). It is a routing hint; the torch package decides.
+func IsCheckpointPrefix(p []byte) bool {
+	return bytes.HasPrefix(p, []byte("PK\x03\x04")) || (len(p) >= 2 && p[0] == 0x80 && p[1] >= 2 && p[1] <= 5)
+}
