@@ -94,12 +94,12 @@ type inspectJSON struct {
 }
 
 type tensorJSON struct {
-	Name        string   `json:"name"`
-	DType       string   `json:"dtype"`
-	Shape       []int64  `json:"shape"`
+	Name        string    `json:"name"`
+	DType       string    `json:"dtype"`
+	Shape       []int64   `json:"shape"`
 	DataOffsets *[2]int64 `json:"data_offsets"`
-	Parameters  int64    `json:"parameters"`
-	Bytes       int64    `json:"bytes"`
+	Parameters  int64     `json:"parameters"`
+	Bytes       int64     `json:"bytes"`
 }
 
 // dtypeTotal accumulates one dtype's share.
