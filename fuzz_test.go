@@ -80,7 +80,11 @@ func FuzzSlice(f *testing.F) {
 		dtype := DType(dt % uint8(numDTypes))
 		shape := []int64{3, 4, 8}
 		size, _ := byteSize(dtype, shape)
-		b, err := Marshal([]TensorData{{Name: "x", DType: dtype, Shape: shape, Data: make([]byte, size)}}, nil)
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i % 251)
+		}
+		b, err := Marshal([]TensorData{{Name: "x", DType: dtype, Shape: shape, Data: data}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,5 +106,63 @@ func FuzzSlice(f *testing.F) {
 		if err != nil || int64(len(got)) != want {
 			t.Fatalf("slice %q: %d bytes for shape %v of %s", spec, len(got), s.Shape, dtype)
 		}
+		if dtype == U8 {
+			if oracle := naiveSlice(shape, idx); !bytes.Equal(got, oracle) {
+				t.Fatalf("slice %q: got %v, element-by-element reference %v", spec, got, oracle)
+			}
+		}
 	})
+}
+
+// naiveSlice selects from a U8 tensor whose element i holds byte i%251 by
+// enumerating positions one by one, the way Python does, as an independent
+// reference for the run planner.
+func naiveSlice(shape []int64, idx []Index) []byte {
+	positions := make([][]int64, len(shape))
+	for d, n := range shape {
+		x := All()
+		if d < len(idx) {
+			x = idx[d]
+		}
+		norm := func(v int64) int64 {
+			if v < 0 {
+				return v + n
+			}
+			return v
+		}
+		if x.Single {
+			positions[d] = []int64{norm(x.Start)}
+			continue
+		}
+		start, stop, step := int64(0), n, x.Step
+		if step == 0 {
+			step = 1
+		}
+		if x.HasStart {
+			start = norm(x.Start)
+		}
+		if x.HasStop {
+			stop = norm(x.Stop)
+		}
+		for p := start; p < stop; {
+			positions[d] = append(positions[d], p)
+			if step > stop-p {
+				break
+			}
+			p += step
+		}
+	}
+	var out []byte
+	var walk func(d int, off int64)
+	walk = func(d int, off int64) {
+		if d == len(shape) {
+			out = append(out, byte(off%251))
+			return
+		}
+		for _, p := range positions[d] {
+			walk(d+1, off*shape[d]+p)
+		}
+	}
+	walk(0, 0)
+	return out
 }

@@ -168,7 +168,11 @@ func resolve(shape []int64, idx []Index) ([]dimSel, error) {
 		if start > stop {
 			return nil, fmt.Errorf("range %s starts after it stops in dimension %d (%w)", x, d, ErrInvalidSlice)
 		}
-		sel[d] = dimSel{start: start, step: step, count: (stop - start + step - 1) / step, keep: true}
+		count := int64(0)
+		if stop > start {
+			count = 1 + (stop-start-1)/step // no overflow, whatever the step
+		}
+		sel[d] = dimSel{start: start, step: step, count: count, keep: true}
 	}
 	return sel, nil
 }
