@@ -126,9 +126,10 @@ func (p *Plan) write(out string) (*Report, error) {
 // written, so hashing overlaps the file write; only the producer's own
 // buffer (a chunk, or what a strided gather needs) is in memory.
 func copyTensor(fw *safetensors.FileWriter, name string, t *torch.Tensor, h hash.Hash, prog *progress) error {
-	src := &teeSource{t: t, prog: prog}
-	if h != nil {
-		src.hasher = newOverlapHasher(h)
+	src := &teeSource{t: t, prog: prog, inline: h}
+	if h != nil && t.NBytes() >= 1<<20 {
+		// Worth a goroutine: hash on the other core while writing.
+		src.hasher, src.inline = newOverlapHasher(h), nil
 		defer src.hasher.close()
 	}
 	return fw.WriteTensorFrom(name, src)
@@ -137,21 +138,26 @@ func copyTensor(fw *safetensors.FileWriter, name string, t *torch.Tensor, h hash
 // teeSource is the tensor as an io.WriterTo that also hashes and counts.
 type teeSource struct {
 	t      *torch.Tensor
-	hasher *overlapHasher
+	hasher *overlapHasher // hashes large tensors on another goroutine
+	inline hash.Hash      // hashes small ones in line
 	prog   *progress
 }
 
 func (s *teeSource) WriteTo(w io.Writer) (int64, error) {
-	return s.t.WriteTo(&teeWriter{w: w, hasher: s.hasher, prog: s.prog})
+	return s.t.WriteTo(&teeWriter{w: w, hasher: s.hasher, inline: s.inline, prog: s.prog})
 }
 
 type teeWriter struct {
 	w      io.Writer
 	hasher *overlapHasher
+	inline hash.Hash
 	prog   *progress
 }
 
 func (t *teeWriter) Write(p []byte) (int, error) {
+	if t.inline != nil {
+		t.inline.Write(p)
+	}
 	if t.hasher != nil {
 		t.hasher.start(p)
 	}
