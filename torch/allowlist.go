@@ -139,6 +139,11 @@ const (
 
 // classifyGlobal looks module.name up; reason explains non-allowed verdicts.
 func classifyGlobal(module, name string) (*allowEntry, globalVerdict, string) {
+	if len(module)+len(name) > maxKnownGlobal {
+		// not worth concatenating: a memo-shared multi-megabyte string
+		// named by every STACK_GLOBAL would be copied each time
+		return nil, verdictNotAllowed, notAllowedReason(module)
+	}
 	full := module + "." + name
 	if a, ok := allowlist[full]; ok {
 		return a, verdictAllowed, ""
@@ -148,6 +153,24 @@ func classifyGlobal(module, name string) (*allowEntry, globalVerdict, string) {
 	}
 	return nil, verdictNotAllowed, notAllowedReason(module)
 }
+
+// maxKnownGlobal exceeds len(module)+len(name) of every allowlisted or
+// known-unsupported global.
+const maxKnownGlobal = 128
+
+// maxGlobalPart bounds how much of a global's module or name is copied into
+// messages, errors and scan reports.
+const maxGlobalPart = 1 << 10
+
+func clip(s string) string {
+	if len(s) > maxGlobalPart {
+		return s[:maxGlobalPart] + "..."
+	}
+	return s
+}
+
+// globalName is module.name for messages, each part clipped to maxGlobalPart.
+func globalName(module, name string) string { return clip(module) + "." + clip(name) }
 
 // notAllowedReason gives a hint for common families of refused names.
 func notAllowedReason(module string) string {

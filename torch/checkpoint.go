@@ -174,18 +174,17 @@ func openStream(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	}
 	// Not a checkpoint. torch.load would still unpickle it (and anything
 	// after it), so look for dangerous globals in every following pickle.
-	pos := src.pos
-	for i := 2; pos < size; i++ {
+	// One source for all of them: a fresh one per pickle would re-read a
+	// 64 KiB window for every 2-byte "N." pickle (quadratic-like work).
+	for i := 2; src.remaining() > 0; i++ {
 		entry := fmt.Sprintf("pickle %d", i)
-		s := newSource(r, 0, size, entry)
-		s.pos = pos
-		if _, err := newVM(s, lim, entry, pidNone, nil, nil).run(); err != nil {
+		src.entry = entry
+		if _, err := newVM(src, lim, entry, pidNone, nil, nil).run(); err != nil {
 			if isGlobalRefusal(err) {
 				return nil, err
 			}
 			break
 		}
-		pos = s.pos
 	}
 	if typeName(first) == "int" {
 		return nil, newError(ErrCorrupt, "", -1, "not a PyTorch checkpoint (the first pickle is the int %s, not the legacy magic number 0x1950a86a20f9469cfc6c)", describeNum(first))

@@ -16,6 +16,7 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 	storages := make(map[string]*storageRef)
 	ids := new(int)
 	vals := make([]any, 5)
+	var objLen int64 // length of the object pickle
 	for i := 1; i < 5; i++ {
 		entry := fmt.Sprintf("pickle %d", i+1)
 		src := newSource(r, 0, size, entry)
@@ -29,6 +30,9 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 			return nil, err
 		}
 		vals[i] = v
+		if i == 3 {
+			objLen = src.pos - pos
+		}
 		pos = src.pos
 	}
 	if p, ok := vals[1].(int64); !ok || p != 1001 {
@@ -78,8 +82,11 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 		if n > size-data {
 			return nil, newError(ErrCorrupt, "", pos, "truncated: storage %q needs %d bytes at offset %d but the file is %d bytes", key, n, data, size)
 		}
-		if numel < ref.numel {
-			return nil, newError(ErrCorrupt, "", pos, "storage %q holds %d elements but its persistent id needs %d", key, numel, ref.numel)
+		// torch's _set_from_file refuses any difference ("storage has wrong
+		// byte size"); accepting a longer record would convert a file
+		// torch.load refuses
+		if numel != ref.numel {
+			return nil, newError(ErrCorrupt, "", pos, "storage %q holds %d elements but its persistent id says %d", key, numel, ref.numel)
 		}
 		stores[ref] = &Storage{
 			Key: key, DType: ref.typ.dtype, ItemSize: ref.typ.itemSize, Numel: ref.numel, Location: ref.location,
@@ -93,7 +100,7 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 		}
 	}
 	c := &Checkpoint{Format: "legacy"}
-	if err := c.build(vals[3], stores, "pickle 4", lim); err != nil {
+	if err := c.build(vals[3], stores, "pickle 4", lim.forPickle(objLen)); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -11,8 +11,8 @@ type Limits struct {
 	MaxMarks       int   // nested MARKs
 	MaxObjects     int64 // values created plus items moved by one pickle
 	MaxDepth       int   // container nesting depth of the decoded object
-	MaxEntries     int   // flattened leaves (tensors and other values)
-	MaxNameBytes   int64 // total bytes of all entry names (one name is capped at 64 KiB)
+	MaxEntries     int   // flattened leaves (tensors and other values); also at most max(pickle bytes, 65536)
+	MaxNameBytes   int64 // total bytes of all entry names (one name is capped at 64 KiB); also at most max(64 x pickle bytes, 1 MiB)
 	MaxDims        int   // tensor rank
 	MaxTensorBytes int64 // contiguous size of one tensor; stride-0 (expanded) views can exceed their storage
 	MaxZipEntries  int   // members in a zip archive
@@ -88,4 +88,22 @@ func (l Limits) withDefaults() Limits {
 		l.MaxViewBuffer = d.MaxViewBuffer
 	}
 	return l
+}
+
+// forPickle returns the limits for flattening the object decoded from a
+// pickle of n bytes: MaxEntries and MaxNameBytes are further capped in
+// proportion to n. Memo references let a few kilobytes of pickle describe
+// millions of leaves (a list of 3000 references to a list of 3000 references
+// to one tensor: 9 million entries, 3 GiB of Entry and Tensor values from a
+// 12 KB file) or gigabytes of names (one 64 KiB key under thousands of
+// references). A real checkpoint spends at least a byte of pickle per leaf
+// and far fewer than 64 bytes of name per byte of pickle.
+func (l Limits) forPickle(n int64) *Limits {
+	if e := max(n, 1<<16); e < int64(l.MaxEntries) {
+		l.MaxEntries = int(e)
+	}
+	if nb := max(64*n, 1<<20); nb < l.MaxNameBytes {
+		l.MaxNameBytes = nb
+	}
+	return &l
 }

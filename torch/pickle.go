@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -33,6 +34,7 @@ type vm struct {
 	memo    memo
 	objects int64
 	proto   int
+	encoded int64 // bytes produced by _codecs.encode calls
 
 	storages map[string]*storageRef
 	ids      *int
@@ -246,9 +248,14 @@ func (m *vm) step(op byte, off int64) error {
 		case "01":
 			return m.push(true)
 		}
-		v, ok := parseIntText(string(l), 3*m.lim.MaxLongBytes)
+		v, ok := parseIntText(string(l), 3*m.lim.MaxLongBytes, false)
 		if !ok {
-			return m.errf(ErrCorrupt, off, "bad INT literal %q", truncate(l))
+			return m.errf(ErrCorrupt, off, "bad or non-canonical INT literal %q (only [+-]decimal without leading zeros is accepted)", truncate(l))
+		}
+		// CPython turns a two-character literal worth 0 or 1 ("00", "-0",
+		// "+1", ...) into a bool, not just "00"/"01".
+		if i, isInt := v.(int64); isInt && len(l) == 2 && (i == 0 || i == 1) {
+			return m.push(i == 1)
 		}
 		return m.push(v)
 	case opLong:
@@ -256,9 +263,10 @@ func (m *vm) step(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		v, ok := parseIntText(string(l), 3*m.lim.MaxLongBytes)
+		// CPython strips one 'L' right before the newline, nothing else
+		v, ok := parseIntText(strings.TrimSuffix(string(l), "L"), 3*m.lim.MaxLongBytes, false)
 		if !ok {
-			return m.errf(ErrCorrupt, off, "bad LONG literal %q", truncate(l))
+			return m.errf(ErrCorrupt, off, "bad or non-canonical LONG literal %q (only [+-]decimal without leading zeros is accepted)", truncate(l))
 		}
 		return m.push(v)
 	case opBinInt:
@@ -589,7 +597,7 @@ func (m *vm) memoIndex(op byte, off int64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, ok := parseIntText(string(l), 20)
+	v, ok := parseIntText(string(l), 20, true)
 	i, isInt := v.(int64)
 	if !ok || !isInt || i < 0 {
 		return 0, m.errf(ErrCorrupt, off, "bad memo index %q", truncate(l))
@@ -604,7 +612,7 @@ func (m *vm) global(module, name string, off int64) error {
 		m.scan.global(module, name, off, verdict, reason)
 		return m.push(&global{module: module, name: name, off: off, allow: a})
 	}
-	full := module + "." + name
+	full := globalName(module, name)
 	switch verdict {
 	case verdictAllowed:
 		return m.push(&global{module: module, name: name, off: off, allow: a})
@@ -630,7 +638,7 @@ func (m *vm) construct(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		target = string(mod) + "." + string(name)
+		target = globalName(string(mod), string(name))
 		if m.scan != nil {
 			_, verdict, reason := classifyGlobal(string(mod), string(name))
 			m.scan.global(string(mod), string(name), off, verdict, reason)

@@ -64,7 +64,9 @@ func (s *source) fill(need int) error {
 		return s.eof(need)
 	}
 	if s.buf == nil {
-		s.buf = make([]byte, 0, sourceWindow)
+		// no bigger than the data: a file of thousands of tiny members must
+		// not cost a 64 KiB allocation each
+		s.buf = make([]byte, 0, min(sourceWindow, s.limit))
 	}
 	if avail < 0 || s.pos < s.bstart {
 		avail = 0 // pos moved outside the window (a fresh source starting mid-file)
@@ -186,7 +188,7 @@ func (s *source) readLine(max int) ([]byte, error) {
 // finishCRC hashes any unread bytes up to the limit and returns the CRC of
 // the whole window.
 func (s *source) finishCRC() (uint32, error) {
-	buf := make([]byte, 256<<10)
+	buf := make([]byte, min(256<<10, max(s.limit-s.hashed, 0)))
 	for s.hashed < s.limit {
 		k := s.limit - s.hashed
 		if k > int64(len(buf)) {

@@ -39,11 +39,34 @@ func normInt(x *big.Int) any {
 	return x
 }
 
-// parseIntText parses a protocol-0 INT/LONG decimal line (Python int()).
-func parseIntText(s string, maxDigits int) (any, bool) {
-	s = strings.TrimSpace(s)
-	s = strings.TrimSuffix(s, "L")
-	if s == "" || len(s) > maxDigits {
+// parseIntText parses the operand of a protocol-0 INT or LONG opcode, or of
+// a text GET/PUT memo index.
+//
+// CPython's C unpickler (the one torch.load uses) does not read these as
+// plain decimal: INT goes through strtol(s, 0) (so "010" is octal 8 and
+// "0x10" is 16) with a PyLong_FromString(s, 0) fallback that also accepts
+// whitespace, underscores and 0o/0b prefixes, LONG through
+// PyLong_FromString(s, 0), and memo indices through PyLong_FromString(s, 10).
+// Reproducing every one of those dialects is error-prone, so only the
+// spelling every reader agrees on is accepted: an optional sign and decimal
+// digits without leading zeros (leading zeros are harmless, and accepted,
+// only for memo indices, which are base 10). Anything else is refused rather
+// than risk decoding a different number than torch would (pickle.py writes
+// "I%d\n", "L%dL\n" and "g%d\n", which always fit). maxDigits bounds the work.
+func parseIntText(s string, maxDigits int, leadingZeros bool) (any, bool) {
+	digits := s
+	if digits != "" && (digits[0] == '+' || digits[0] == '-') {
+		digits = digits[1:]
+	}
+	if digits == "" || len(digits) > maxDigits {
+		return nil, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return nil, false
+		}
+	}
+	if !leadingZeros && len(digits) > 1 && digits[0] == '0' {
 		return nil, false
 	}
 	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -123,40 +146,71 @@ func parseStringRepr(line []byte) ([]byte, bool) {
 	return out, true
 }
 
-// decodeRawUnicodeEscape decodes protocol-0 UNICODE lines: bytes are
-// Latin-1 except \uXXXX and \UXXXXXXXX escapes.
+// decodeRawUnicodeEscape decodes protocol-0 UNICODE lines like CPython's
+// raw-unicode-escape codec: bytes are Latin-1, except that \uXXXX and
+// \UXXXXXXXX (exactly 4 or 8 hex digits) are escapes only when preceded by
+// an odd number of backslashes (`\\u0041` stays as it is: the run of two
+// backslashes is even).
+// Surrogate code points, which Python strings can hold but Go strings
+// cannot, are refused: mapping them to U+FFFD would merge distinct keys.
 func decodeRawUnicodeEscape(line []byte) (string, bool) {
 	var b strings.Builder
-	for i := 0; i < len(line); i++ {
+	for i := 0; i < len(line); {
 		c := line[i]
-		if c == '\\' && i+1 < len(line) && (line[i+1] == 'u' || line[i+1] == 'U') {
-			n := 4
-			if line[i+1] == 'U' {
-				n = 8
-			}
-			if i+2+n > len(line) {
-				return "", false
-			}
-			v, err := strconv.ParseUint(string(line[i+2:i+2+n]), 16, 32)
-			if err != nil || v > utf8.MaxRune {
-				return "", false
-			}
-			b.WriteRune(rune(v))
-			i += 1 + n
+		if c != '\\' {
+			b.WriteRune(rune(c))
+			i++
 			continue
 		}
-		b.WriteRune(rune(c))
+		j := i
+		for j < len(line) && line[j] == '\\' {
+			j++
+		}
+		run := j - i
+		if run%2 == 0 || j >= len(line) || (line[j] != 'u' && line[j] != 'U') {
+			b.WriteString(strings.Repeat("\\", run))
+			i = j
+			continue
+		}
+		b.WriteString(strings.Repeat("\\", run-1))
+		n := 4
+		if line[j] == 'U' {
+			n = 8
+		}
+		if j+1+n > len(line) {
+			return "", false
+		}
+		var v rune
+		for _, h := range line[j+1 : j+1+n] {
+			var d byte
+			switch {
+			case h >= '0' && h <= '9':
+				d = h - '0'
+			case h >= 'a' && h <= 'f':
+				d = h - 'a' + 10
+			case h >= 'A' && h <= 'F':
+				d = h - 'A' + 10
+			default:
+				return "", false
+			}
+			v = v<<4 | rune(d)
+		}
+		if v > utf8.MaxRune || v < 0 || (v >= 0xd800 && v <= 0xdfff) {
+			return "", false
+		}
+		b.WriteRune(v)
+		i = j + 1 + n
 	}
 	return b.String(), true
 }
 
-// parseFloat parses a protocol-0 FLOAT line like Python's float().
+// parseFloat parses a protocol-0 FLOAT line like CPython's C unpickler
+// (PyOS_string_to_double over the whole line): no surrounding whitespace,
+// decimal notation or inf/infinity/nan, and overflow is an error. Go's
+// ParseFloat also takes hex floats and underscores, which Python refuses.
 func parseFloat(s string) (float64, error) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			return f, nil
-		}
+	if s == "" || strings.TrimSpace(s) != s || strings.ContainsAny(s, "xX_pP") {
+		return 0, strconv.ErrSyntax
 	}
-	return f, err
+	return strconv.ParseFloat(s, 64) // an overflow is an ErrRange error
 }

@@ -33,7 +33,7 @@ type global struct {
 	allow        *allowEntry // nil only in scan mode for names not on the allowlist
 }
 
-func (g *global) String() string { return g.module + "." + g.name }
+func (g *global) String() string { return globalName(g.module, g.name) }
 
 // opaque stands for the result of a construct that strict decoding refuses;
 // it only exists in scan mode, so that the audit can continue.
@@ -90,6 +90,11 @@ func makeDictKey(v any) (dictKey, bool) {
 		}
 		if x != x { // NaN keys never compare equal; give each a distinct key
 			return dictKey{}, false
+		}
+		if x == math.Trunc(x) && !math.IsInf(x, 0) {
+			// 2.0**70 == 2**70 in Python: same key as the big int
+			b, _ := big.NewFloat(x).Int(nil)
+			return dictKey{kind: 'L', s: b.String()}, true
 		}
 		return dictKey{kind: 'f', s: strconv.FormatFloat(x, 'g', -1, 64)}, true
 	case string:

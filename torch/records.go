@@ -69,12 +69,20 @@ func (m *vm) call(g *global, args tuple, off int64) (any, *Error) {
 		case tuple:
 			pairs = x
 		case *dict:
+			// copying is work the opcode count does not see: a memo GET of
+			// one big dict, reduced again and again, would be quadratic
+			if err := m.count(len(x.keys)); err != nil {
+				return nil, err.(*Error)
+			}
 			for i := range x.keys {
 				d.set(x.keys[i], x.vals[i])
 			}
 			return d, nil
 		default:
 			return nil, bad(ErrCorrupt, "argument is a %s, not a sequence of pairs", typeName(args[0]))
+		}
+		if err := m.count(len(pairs)); err != nil { // see above
+			return nil, err.(*Error)
 		}
 		for _, p := range pairs {
 			var kv []any
@@ -101,6 +109,13 @@ func (m *vm) call(g *global, args tuple, off int64) (any, *Error) {
 		if !ok1 || !ok2 || enc != "latin1" {
 			return nil, bad(ErrNotAllowed, "only (str, 'latin1') is allowed, got (%s, %s)", typeName(args[0]), describeArg(args[1]))
 		}
+		// Each call copies its (possibly memo-shared) argument: without a
+		// budget, one big string encoded again and again allocates without
+		// bound. Legitimate pickles encode each string once, so the output
+		// never exceeds the stream's own length.
+		if m.encoded += int64(len(s)); m.encoded > m.src.limit {
+			return nil, bad(ErrLimit, "_codecs.encode output exceeds the %d-byte pickle (a memo-shared string encoded repeatedly)", m.src.limit)
+		}
 		b := make([]byte, 0, len(s))
 		for _, r := range s {
 			if r > 0xff {
@@ -113,9 +128,9 @@ func (m *vm) call(g *global, args tuple, off int64) (any, *Error) {
 		if len(args) != 1 {
 			return nil, bad(ErrCorrupt, "expected 1 argument, got %d", len(args))
 		}
-		dims, ok := intsOf(args[0])
+		dims, ok := intsOf(args[0], m.lim.MaxDims)
 		if !ok {
-			return nil, bad(ErrCorrupt, "argument is not a sequence of ints")
+			return nil, bad(ErrCorrupt, "argument is not a sequence of at most %d ints", m.lim.MaxDims)
 		}
 		t := make(tuple, len(dims))
 		for i, d := range dims {
@@ -137,8 +152,10 @@ func describeArg(v any) string {
 	return typeName(v)
 }
 
-// intsOf converts a tuple or list of ints to []int64.
-func intsOf(v any) ([]int64, bool) {
+// intsOf converts a tuple or list of at most max ints to []int64. The length
+// is checked first: a memo-shared sequence of a million items passed to many
+// REDUCEs must not be converted (allocated) once per call.
+func intsOf(v any, max int) ([]int64, bool) {
 	var items []any
 	switch x := v.(type) {
 	case tuple:
@@ -146,6 +163,9 @@ func intsOf(v any) ([]int64, bool) {
 	case *list:
 		items = x.items
 	default:
+		return nil, false
+	}
+	if len(items) > max {
 		return nil, false
 	}
 	out := make([]int64, len(items))
@@ -210,13 +230,13 @@ func (m *vm) rebuildTensor(g *global, args tuple, off int64) (any, *Error) {
 	if !ok {
 		return nil, bad(ErrCorrupt, "storage offset is a %s, not an int", typeName(args[1]))
 	}
-	size, ok := intsOf(args[2])
+	size, ok := intsOf(args[2], m.lim.MaxDims)
 	if !ok {
-		return nil, bad(ErrCorrupt, "size is not a tuple of ints")
+		return nil, bad(ErrCorrupt, "size is not a tuple of at most %d ints", m.lim.MaxDims)
 	}
-	stride, ok := intsOf(args[3])
+	stride, ok := intsOf(args[3], m.lim.MaxDims)
 	if !ok {
-		return nil, bad(ErrCorrupt, "stride is not a tuple of ints")
+		return nil, bad(ErrCorrupt, "stride is not a tuple of at most %d ints", m.lim.MaxDims)
 	}
 	rec := &tensorRec{storage: st, offset: offset, size: size, stride: stride, off: off}
 	dt := &dtypeInfo{name: st.typ.name, dtype: st.typ.dtype, itemSize: st.typ.itemSize}
@@ -316,6 +336,16 @@ func (m *vm) checkView(t *tensorRec) string {
 	return ""
 }
 
+// emptyState accepts the state torch's _set_obj_state treats as a no-op that
+// a state of this shape can be: None, an empty dict, or a (dict, slots) pair
+// of those.
+func emptyState(v any) bool {
+	if t, ok := v.(tuple); ok {
+		return len(t) == 2 && emptyDict(t[0], true) && emptyDict(t[1], true)
+	}
+	return emptyDict(v, true)
+}
+
 // rebuildParameter validates _rebuild_parameter(data, requires_grad,
 // backward_hooks) and _rebuild_parameter_with_state(..., state).
 func (m *vm) rebuildParameter(g *global, args tuple, off int64) (any, *Error) {
@@ -340,12 +370,12 @@ func (m *vm) rebuildParameter(g *global, args tuple, off int64) (any, *Error) {
 	if !emptyDict(args[2], true) {
 		return nil, bad(ErrUnsupported, "backward hooks (%s) are not supported", describe(args[2]))
 	}
-	if want == 4 {
-		switch args[3].(type) {
-		case nil, *dict, tuple:
-		default:
-			return nil, bad(ErrCorrupt, "state is a %s", describe(args[3]))
-		}
+	// torch's _set_obj_state does setattr(param, k, v) for every item of
+	// the state (a dict, or a (dict, slots) pair): {"data": other_tensor}
+	// swaps the parameter's contents, {"real": 0.0} overwrites them. Only an
+	// empty state is accepted, so the data argument is what torch returns.
+	if want == 4 && !emptyState(args[3]) {
+		return nil, bad(ErrUnsupported, "non-empty parameter state (%s) is not supported: torch would setattr its items on the parameter", describe(args[3]))
 	}
 	p := *data
 	p.isParameter = true

@@ -81,6 +81,12 @@ func scanPickles(ra io.ReaderAt, base, start, n int64, entry string, pids pidMod
 	src := newSource(ra, base, n, entry)
 	src.pos = start
 	src.hash = crc != nil
+	return scanSource(src, entry, pids, lim, rep, maxPickles, crc)
+}
+
+// scanSource is scanPickles on an existing source, from its current position.
+func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanReport, maxPickles int, crc *uint32) (first any, firstOK bool, end int64) {
+	src.entry = entry
 	storages := make(map[string]*storageRef)
 	if src.remaining() <= 0 {
 		rep.addProblem(entry + ": empty pickle")
@@ -125,11 +131,19 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 		rep.addProblem(p.entry + ": " + p.msg)
 	}
 	nData := 0
+	var spent int64 // file bytes decoded so far; see openZip
+	overlap := func(e *zipEntry) bool {
+		if spent += e.csize; spent > size {
+			rep.addProblem(fmt.Sprintf("%s: members overlap (more bytes to decode than the %d-byte file holds); remaining members not scanned", e.name, size))
+			return true
+		}
+		return false
+	}
 	for _, e := range z.entries {
 		if isDataPkl(e.name) {
 			nData++
 		}
-		isPkl := strings.HasSuffix(e.name, ".pkl")
+		isPkl := strings.HasSuffix(asciiLower(e.name), ".pkl") // torch matches names case-insensitively
 		ra, off, n, ok := z.pickleReader(e, lim.MaxPickleBytes)
 		if !ok {
 			if isPkl {
@@ -142,6 +156,9 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 			crc = &e.crc
 		}
 		if isPkl {
+			if overlap(e) {
+				break
+			}
 			scanPickles(ra, off, 0, n, e.name, pidZip, lim, rep, 1<<20, crc)
 			continue
 		}
@@ -151,6 +168,9 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 		}
 		// Looks like a pickle in a non-.pkl member: scan it separately and
 		// only report it if it contains something a pickle scanner cares about.
+		if overlap(e) {
+			break
+		}
 		sub := &ScanReport{}
 		scanPickles(ra, off, 0, min(n, lim.MaxPickleBytes), e.name, pidZip, lim, sub, 1, nil)
 		if len(sub.Globals) > 0 || len(sub.DangerousOpcodes) > 0 {
@@ -194,18 +214,26 @@ func scanLocalHeaders(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 		if data > size {
 			return
 		}
-		if strings.HasSuffix(string(name), ".pkl") && method == 0 && flags&badZipFlags == 0 {
-			scanPickles(r, data, 0, size-data, string(name), pidZip, lim, rep, 1, nil)
-		}
+		// The member ends at its declared size if there is one, else at the
+		// next local header. Scanning each pickle to the end of the file
+		// instead would cost (headers x file size) for a file of many
+		// headers glued into one long pickle.
+		end := int64(-1)
 		if flags&0x8 == 0 && csize > 0 && csize <= size-data {
-			pos = data + csize
-			continue
+			end = data + csize
+		} else {
+			end = findSig(r, data, size)
 		}
-		next := findSig(r, data, size)
-		if next < 0 {
+		if end < 0 {
+			end = size
+		}
+		if strings.HasSuffix(asciiLower(string(name)), ".pkl") && method == 0 && flags&badZipFlags == 0 {
+			scanPickles(r, data, 0, end-data, string(name), pidZip, lim, rep, 1, nil)
+		}
+		if end >= size {
 			return
 		}
-		pos = next
+		pos = end
 	}
 }
 
@@ -213,16 +241,23 @@ func scanLocalHeaders(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 // from, or -1.
 func findSig(r io.ReaderAt, from, size int64) int64 {
 	sig := []byte("PK\x03\x04")
-	buf := make([]byte, 64<<10)
+	// start small and grow to 64 KiB: headers are usually close together,
+	// and reading a whole window per header is (headers x 64 KiB) of work
+	var buf []byte
+	chunk := int64(256)
 	for from < size {
-		n := min(int64(len(buf)), size-from)
+		n := min(chunk, size-from)
+		chunk = min(2*chunk, 64<<10)
+		if int64(len(buf)) < n {
+			buf = make([]byte, n)
+		}
 		if readFull(r, buf[:n], from) != nil {
 			return -1
 		}
 		if i := bytes.Index(buf[:n], sig); i >= 0 {
 			return from + int64(i)
 		}
-		if n < int64(len(buf)) {
+		if from+n >= size {
 			return -1
 		}
 		from += n - int64(len(sig)) + 1
@@ -231,7 +266,9 @@ func findSig(r io.ReaderAt, from, size int64) int64 {
 }
 
 func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
-	first, ok, end := scanPickles(r, 0, 0, size, "pickle 1", pidNone, lim, rep, 1, nil)
+	// one source for every pickle (see openStream)
+	src := newSource(r, 0, size, "pickle 1")
+	first, ok, end := scanSource(src, "pickle 1", pidNone, lim, rep, 1, nil)
 	if !ok {
 		rep.addProblem("not a PyTorch checkpoint (neither a zip archive nor a pickle)")
 		return
@@ -244,7 +281,7 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 				mode = pidLegacy
 			}
 			var ok bool
-			if _, ok, end = scanPickles(r, 0, end, size, fmt.Sprintf("pickle %d", i), mode, lim, rep, 1, nil); !ok {
+			if _, ok, end = scanSource(src, fmt.Sprintf("pickle %d", i), mode, lim, rep, 1, nil); !ok {
 				return
 			}
 		}
@@ -254,7 +291,7 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	rep.addProblem("not a PyTorch checkpoint: a bare pickle (torch.load would unpickle it with the full unpickler)")
 	for i := 2; end < size; i++ {
 		var ok bool
-		_, ok, end = scanPickles(r, 0, end, size, fmt.Sprintf("pickle %d", i), pidNone, lim, rep, 1, nil)
+		_, ok, end = scanSource(src, fmt.Sprintf("pickle %d", i), pidNone, lim, rep, 1, nil)
 		if !ok {
 			return
 		}

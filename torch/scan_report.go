@@ -7,8 +7,8 @@ import (
 
 // GlobalUse is one GLOBAL/STACK_GLOBAL/INST/EXT reference found by Scan.
 type GlobalUse struct {
-	Module  string
-	Name    string
+	Module  string // clipped to 1 KiB (with "...") if longer
+	Name    string // likewise
 	Offset  int64  // byte offset of the opcode inside Entry
 	Entry   string // zip member ("archive/data.pkl") or legacy/bare pickle ("pickle 3")
 	Allowed bool   // on the allowlist
@@ -104,7 +104,7 @@ func (s *scanSink) global(module, name string, off int64, v globalVerdict, reaso
 		return
 	}
 	verdict := [...]string{"allowed", "unsupported", "not allowed"}[v]
-	s.rep.Globals = append(s.rep.Globals, GlobalUse{Module: module, Name: name, Offset: off, Entry: s.entry,
+	s.rep.Globals = append(s.rep.Globals, GlobalUse{Module: clip(module), Name: clip(name), Offset: off, Entry: s.entry,
 		Allowed: v == verdictAllowed, Verdict: verdict, Reason: reason})
 }
 

@@ -71,10 +71,18 @@ func readZip(r io.ReaderAt, size int64, lim *Limits) (*zipArchive, error) {
 	if err := readFull(r, tail, size-tailLen); err != nil {
 		return nil, err
 	}
+	// torch's reader (miniz) takes the last end-record signature that has
+	// room for a record after it, without looking at the comment length.
+	// Skipping a candidate whose comment length does not fit (as lenient
+	// readers do) would let a fake record hidden in the real record's comment
+	// point torch at a different central directory than the one checked
+	// here; so the last candidate is the one, and it must fit exactly.
 	eocd := int64(-1)
 	for p := len(tail) - lenEnd; p >= 0; p-- {
-		if binary.LittleEndian.Uint32(tail[p:]) == sigEnd &&
-			p+lenEnd+int(binary.LittleEndian.Uint16(tail[p+20:])) == len(tail) {
+		if binary.LittleEndian.Uint32(tail[p:]) == sigEnd {
+			if p+lenEnd+int(binary.LittleEndian.Uint16(tail[p+20:])) != len(tail) {
+				return nil, newError(ErrCorrupt, "", size-tailLen+int64(p), "the last end of central directory record does not end the file (comment length %d, %d bytes follow)", binary.LittleEndian.Uint16(tail[p+20:]), len(tail)-p-lenEnd)
+			}
 			eocd = size - tailLen + int64(p)
 			break
 		}
@@ -138,6 +146,7 @@ func readZip(r io.ReaderAt, size int64, lim *Limits) (*zipArchive, error) {
 		return nil, err
 	}
 	z := &zipArchive{r: r, size: size, cdOffset: cdOff, byName: make(map[string]*zipEntry, n)}
+	folded := make(map[string]string, n)
 	p := 0
 	for i := int64(0); i < n; i++ {
 		if len(cd)-p < lenCentral || binary.LittleEndian.Uint32(cd[p:]) != sigCentral {
@@ -167,6 +176,13 @@ func readZip(r io.ReaderAt, size int64, lim *Limits) (*zipArchive, error) {
 			z.problem(ErrCorrupt, ent.name, "duplicate zip entry name (readers disagree on which one counts)")
 		} else {
 			z.byName[ent.name] = ent
+			// torch's reader (miniz) looks records up case-insensitively
+			// (ASCII): "archive/DATA.pkl" can be what it loads as data.pkl
+			if prev, dup := folded[asciiLower(ent.name)]; dup {
+				z.problem(ErrCorrupt, ent.name, "zip entry names %q and %q differ only in letter case (torch matches names case-insensitively)", prev, ent.name)
+			} else {
+				folded[asciiLower(ent.name)] = ent.name
+			}
 		}
 	}
 	if p != len(cd) {
@@ -312,6 +328,13 @@ func (z *zipArchive) pickleReader(e *zipEntry, max int64) (io.ReaderAt, int64, i
 	case 0:
 		return z.r, e.dataOff, e.usize, true
 	case 8:
+		// DEFLATE reaches ~1000:1; inflate at most 64 bytes per stored byte
+		// so that a small bomb cannot claim MaxPickleBytes of memory. A
+		// pickle cut short is still refused (the entry is compressed, and
+		// its end is missing), just without naming what lies beyond.
+		if c := 64*e.csize + 1024; c < max {
+			max = c
+		}
 		fr := flate.NewReader(io.NewSectionReader(z.r, e.dataOff, e.csize))
 		defer fr.Close()
 		var buf bytes.Buffer
@@ -321,6 +344,22 @@ func (z *zipArchive) pickleReader(e *zipEntry, max int64) (io.ReaderAt, int64, i
 		return bytes.NewReader(buf.Bytes()), 0, int64(buf.Len()), true
 	}
 	return nil, 0, 0, false
+}
+
+// asciiLower folds ASCII letters only, like miniz's name comparison.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
 }
 
 func readFull(r io.ReaderAt, p []byte, off int64) error {

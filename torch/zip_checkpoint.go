@@ -24,9 +24,18 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		err      error
 	}
 	var pkls []decoded
+	var spent int64
 	for _, e := range z.entries {
 		if !isDataPkl(e.name) {
 			continue
+		}
+		// Members that do not overlap hold at most size bytes together;
+		// more means many central entries point into the same bytes, and
+		// decoding each would cost (entries x pickle size).
+		if e.dataOff >= 0 {
+			if spent += e.csize; spent > size {
+				return nil, newError(ErrCorrupt, e.name, -1, "pickle records overlap (more bytes to decode than the %d-byte file holds)", size)
+			}
 		}
 		d := decoded{e: e}
 		d.root, d.storages, d.err = decodeZipPickle(z, e, lim)
@@ -44,6 +53,9 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	if len(pkls) > 1 {
 		return nil, newError(ErrCorrupt, pkls[1].e.name, -1, "more than one data.pkl record")
 	}
+	if want := prefix + "/data.pkl"; pkls[0].e.name != want {
+		return nil, newError(ErrCorrupt, pkls[0].e.name, -1, "pickle record is not spelled %q (torch would match it case-insensitively)", want)
+	}
 	for _, e := range z.entries {
 		rest := strings.TrimPrefix(e.name, prefix+"/")
 		if rest == "constants.pkl" || strings.HasPrefix(rest, "code/") {
@@ -59,7 +71,7 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch strings.TrimSpace(string(b)) {
+		switch string(b) { // torch compares the bytes exactly (b'little' / b'big')
 		case "little":
 		case "big":
 			return nil, newError(ErrUnsupported, e.name, -1, "big-endian checkpoint (byteorder record says \"big\"); only little-endian data is supported")
@@ -80,16 +92,19 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		stores[ref] = s
 	}
 	c := &Checkpoint{Format: "zip", Prefix: prefix, Version: version}
-	if err := c.build(p.root, stores, p.e.name, lim); err != nil {
+	if err := c.build(p.root, stores, p.e.name, lim.forPickle(p.e.usize)); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// isDataPkl reports whether name is "<folder>/data.pkl" (one level deep).
+// isDataPkl reports whether name is "<folder>/data.pkl" (one level deep),
+// ignoring ASCII case as torch's zip reader does: every such record is
+// decoded (so that a dangerous global in "archive/DATA.PKL" is named), but
+// only the exact spelling is then accepted (see openZip).
 func isDataPkl(name string) bool {
 	i := strings.IndexByte(name, '/')
-	return i > 0 && name[i+1:] == "data.pkl"
+	return i > 0 && asciiLower(name[i+1:]) == "data.pkl"
 }
 
 // decodeZipPickle decodes one data.pkl strictly, checking trailing bytes and CRC.
@@ -126,26 +141,35 @@ func decodeZipPickle(z *zipArchive, e *zipEntry, lim *Limits) (any, map[string]*
 	return root, m.storages, nil
 }
 
-// zipVersion reads and checks the "version" record.
+// zipVersion reads and checks the "version" record. torch reads
+// ".data/version" when it exists and "version" otherwise; when both exist
+// both are checked, so neither reader's choice can be out of range.
 func zipVersion(z *zipArchive, prefix string) (string, error) {
-	e := z.byName[prefix+"/version"]
-	if e == nil {
-		e = z.byName[prefix+"/.data/version"]
+	var version string
+	found := false
+	for _, name := range []string{prefix + "/version", prefix + "/.data/version"} {
+		e := z.byName[name]
+		if e == nil {
+			continue
+		}
+		b, err := z.readSmall(e, 64)
+		if err != nil {
+			return "", err
+		}
+		s := strings.TrimSpace(string(b))
+		v, perr := strconv.Atoi(s)
+		// torch 1.13 writes 3 and reads up to 10; later versions stay in that range
+		if perr != nil || v < 1 || v > 10 {
+			return "", newError(ErrCorrupt, e.name, -1, "unsupported checkpoint format version %q (expected 1 to 10)", truncate(b))
+		}
+		if !found {
+			version, found = s, true
+		}
 	}
-	if e == nil {
+	if !found {
 		return "", newError(ErrCorrupt, "", -1, "no %s/version record", prefix)
 	}
-	b, err := z.readSmall(e, 64)
-	if err != nil {
-		return "", err
-	}
-	s := strings.TrimSpace(string(b))
-	v, perr := strconv.Atoi(s)
-	// torch 1.13 writes 3 and reads up to 10; later versions stay in that range
-	if perr != nil || v < 1 || v > 10 {
-		return "", newError(ErrCorrupt, e.name, -1, "unsupported checkpoint format version %q (expected 1 to 10)", truncate(b))
-	}
-	return s, nil
+	return version, nil
 }
 
 // validKey reports whether a storage key is a plain record name.
@@ -166,8 +190,11 @@ func zipStorage(z *zipArchive, prefix string, ref *storageRef) (*Storage, error)
 	if e == nil {
 		return nil, newError(ErrCorrupt, "", -1, "storage %q: record %s is missing", ref.key, name)
 	}
-	if e.usize < ref.nbytes {
-		return nil, newError(ErrCorrupt, name, -1, "storage %q is %d bytes but its persistent id needs %d (%d x %s)", ref.key, e.usize, ref.nbytes, ref.numel, ref.typ.name)
+	// torch writes exactly numel*itemsize bytes; a longer record hides bytes
+	// no tensor can reach, a shorter one is read past its end by some torch
+	// versions
+	if e.usize != ref.nbytes {
+		return nil, newError(ErrCorrupt, name, -1, "storage %q is %d bytes but its persistent id says %d (%d x %s)", ref.key, e.usize, ref.nbytes, ref.numel, ref.typ.name)
 	}
 	return &Storage{
 		Key: ref.key, DType: ref.typ.dtype, ItemSize: ref.typ.itemSize, Numel: ref.numel, Location: ref.location,
