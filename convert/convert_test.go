@@ -668,3 +668,33 @@ func TestDirSingle(t *testing.T) {
 		t.Errorf("empty dir: %v", err)
 	}
 }
+
+// TestOutputCap refuses a checkpoint whose zero-stride views would expand a
+// few stored bytes into gigabytes of output, unless the cap is lifted.
+func TestOutputCap(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "expand.pt")
+	err := torchtest.WriteFile(in, []torchtest.Tensor{
+		{Name: "big", DType: "F32", Shape: []int64{1 << 20, 1 << 10}, Stride: []int64{0, 0}, Data: []byte{0, 0, 128, 63}},
+	}, torchtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.safetensors")
+	if _, err := File(in, out, Options{}); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "zero strides") {
+		t.Fatalf("4 GiB from 4 bytes: %v", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("output left behind")
+	}
+	small := filepath.Join(dir, "small.pt")
+	if err := torchtest.WriteFile(small, []torchtest.Tensor{{Name: "w", DType: "F32", Shape: []int64{64}, Data: make([]byte, 256)}}, torchtest.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := File(small, out, Options{MaxOutputBytes: 100}); !errors.Is(err, ErrInput) {
+		t.Fatalf("explicit cap: %v", err)
+	}
+	if _, err := File(small, out, Options{MaxOutputBytes: 256}); err != nil {
+		t.Fatalf("at the cap: %v", err)
+	}
+}

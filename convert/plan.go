@@ -3,6 +3,7 @@ package convert
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,25 @@ type Options struct {
 	// written so far and the total, possibly from another goroutine but
 	// never concurrently.
 	Progress func(written, total int64)
+	// MaxOutputBytes caps the tensor data written. Views with zero strides
+	// (expand) let a few bytes of storage stand for terabytes of output,
+	// so by default the output may be at most 64 times the storage bytes
+	// the checkpoint holds, or 1 GiB, whichever is more. Negative: no cap.
+	MaxOutputBytes int64
+}
+
+// outputCap returns the largest output the options allow for a checkpoint
+// whose storages hold stored bytes.
+func (o Options) outputCap(stored int64) int64 {
+	switch {
+	case o.MaxOutputBytes < 0:
+		return math.MaxInt64
+	case o.MaxOutputBytes > 0:
+		return o.MaxOutputBytes
+	case stored > math.MaxInt64/64:
+		return math.MaxInt64
+	}
+	return max(64*stored, 1<<30)
 }
 
 // Alias is a name dropped because it is an identical view of a kept name.
@@ -244,6 +264,17 @@ func NewPlan(c *torch.Checkpoint, opt Options) (*Plan, error) {
 	}
 	p.report.Tensors = ordered
 	p.report.FileSize = h.FileSize()
+	stored := int64(0)
+	seen := map[*torch.Storage]bool{}
+	for _, t := range p.sources {
+		if !seen[t.Storage] {
+			seen[t.Storage] = true
+			stored += t.Storage.NBytes()
+		}
+	}
+	if limit := opt.outputCap(stored); p.report.Bytes > limit {
+		return nil, fmt.Errorf("%w: the output would hold %d bytes of tensor data from %d stored bytes (views with zero strides expand); the cap is %d (Options.MaxOutputBytes, --max-output)", ErrInput, p.report.Bytes, stored, limit)
+	}
 	return p, nil
 }
 

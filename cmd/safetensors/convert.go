@@ -24,6 +24,7 @@ type convertFlags struct {
 	noVerify    bool
 	force       bool
 	dryRun      bool
+	maxOutput   string
 }
 
 func newConvertCmd() *cobra.Command {
@@ -69,6 +70,7 @@ input), 2 could not read or write (or the output exists: use --force).`,
 	f.BoolVar(&fl.noVerify, "no-verify", false, "do not hash the source and re-read the output")
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite existing outputs")
 	f.BoolVarP(&fl.dryRun, "dry-run", "n", false, "show what would be written, write nothing")
+	f.StringVar(&fl.maxOutput, "max-output", "", "cap on the tensor data written, e.g. 200GiB, or -1 for none (default: 64x the stored bytes or 1GiB, whichever is more; zero-stride views can expand a tiny file)")
 	return cmd
 }
 
@@ -76,6 +78,13 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 	opt := convert.Options{
 		Key: fl.key, Prefer: fl.prefer, Discard: fl.discard,
 		KeepAliases: fl.keepAliases, NoVerify: fl.noVerify, Overwrite: fl.force,
+	}
+	if fl.maxOutput != "" {
+		n, err := parseSize(fl.maxOutput)
+		if err != nil {
+			return usageError("--max-output: %v", err)
+		}
+		opt.MaxOutputBytes = n
 	}
 	st, err := os.Stat(in)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -147,4 +148,30 @@ func plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return groupDigits(n) + " " + noun + "s"
+}
+
+// parseSize reads a byte count such as "1048576", "512MiB", "200GB" or
+// "-1" (no limit). Binary (KiB) and decimal (KB) suffixes are both accepted.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "-1" {
+		return -1, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a positive size such as 200GiB", s)
+	}
+	return n * mult, nil
 }
