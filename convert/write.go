@@ -18,33 +18,38 @@ import (
 
 // File converts the checkpoint in to the safetensors file out.
 func File(in, out string, opt Options) (*Report, error) {
-	c, err := torch.Open(in)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	p, err := NewPlan(c, opt)
-	if err != nil {
-		return nil, withInput(err, in)
-	}
-	p.report.Input = in
-	return p.Write(out)
+	var r *Report
+	err := withPlan(in, opt, func(p *Plan) (err error) {
+		r, err = p.Write(out)
+		return err
+	})
+	return r, err
 }
 
 // PlanFile reads the checkpoint in and returns what converting it would
 // write, without writing anything.
 func PlanFile(in string, opt Options) (*Report, error) {
+	var r *Report
+	err := withPlan(in, opt, func(p *Plan) error {
+		r = p.Report()
+		return nil
+	})
+	return r, err
+}
+
+// withPlan opens and plans the checkpoint in and calls f while it is open.
+func withPlan(in string, opt Options, f func(*Plan) error) error {
 	c, err := torch.Open(in)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer c.Close()
 	p, err := NewPlan(c, opt)
 	if err != nil {
-		return nil, withInput(err, in)
+		return withInput(err, in)
 	}
 	p.report.Input = in
-	return p.Report(), nil
+	return f(p)
 }
 
 func withInput(err error, in string) error {

@@ -288,16 +288,7 @@ func (m *vm) step(op byte, off int64) error {
 		}
 		return m.push(int64(u))
 	case opLong1, opLong4:
-		var n uint64
-		var err error
-		if op == opLong1 {
-			n, err = m.le(1)
-		} else {
-			n, err = m.le(4)
-			if err == nil && int32(uint32(n)) < 0 {
-				return m.errf(ErrCorrupt, off, "LONG4 with negative length")
-			}
-		}
+		n, err := m.signedLen(op == opLong1, "LONG4", off)
 		if err != nil {
 			return err
 		}
@@ -347,16 +338,7 @@ func (m *vm) step(op byte, off int64) error {
 		}
 		return m.push(b)
 	case opShortBinString, opBinString:
-		var n uint64
-		var err error
-		if op == opShortBinString {
-			n, err = m.le(1)
-		} else {
-			n, err = m.le(4)
-			if err == nil && int32(uint32(n)) < 0 {
-				return m.errf(ErrCorrupt, off, "BINSTRING with negative length")
-			}
-		}
+		n, err := m.signedLen(op == opShortBinString, "BINSTRING", off)
 		if err != nil {
 			return err
 		}
@@ -811,4 +793,18 @@ func lenWidth(op byte) int {
 		return 4
 	}
 	return 8
+}
+
+// signedLen reads the length operand of an opcode pair whose short form
+// has a 1-byte length and whose long form a signed 4-byte one (LONG1/LONG4,
+// SHORT_BINSTRING/BINSTRING); a negative long length is corrupt.
+func (m *vm) signedLen(short bool, long string, off int64) (uint64, error) {
+	if short {
+		return m.le(1)
+	}
+	n, err := m.le(4)
+	if err == nil && int32(uint32(n)) < 0 {
+		return 0, m.errf(ErrCorrupt, off, "%s with negative length", long)
+	}
+	return n, err
 }
