@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -235,7 +234,7 @@ func BenchmarkWriteFile1GiB(b *testing.B) {
 		for _, name := range []string{"a.safetensors", "b.bin", "c.bin"} {
 			os.Remove(filepath.Join(dir, name))
 		}
-		syscall.Sync()
+		flushDirtyPages()
 	}
 	interleaveSettled(b, settle, []string{"ours", "oswritefile", "oswritefile+fsync"},
 		func() {
