@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -696,5 +697,46 @@ func TestOutputCap(t *testing.T) {
 	}
 	if _, err := File(small, out, Options{MaxOutputBytes: 256}); err != nil {
 		t.Fatalf("at the cap: %v", err)
+	}
+}
+
+// TestVerifyCatchesDifferences tampers with a converted file and checks that
+// verification names the tensor and the first differing byte.
+func TestVerifyCatchesDifferences(t *testing.T) {
+	in := "../testdata/torch/noncontiguous.pt"
+	c, err := torch.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := NewPlan(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.safetensors")
+	r, err := p.Write(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := safetensors.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verify(good, r, p.sources); err != nil {
+		t.Fatalf("untouched file: %v", err)
+	}
+	victim := good.Tensors[len(good.Tensors)-1]
+	b[good.DataOffset()+victim.DataOffsets[0]+1] ^= 0xff
+	bad, err := safetensors.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = verify(bad, r, p.sources)
+	if !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), victim.Name) || !strings.Contains(err.Error(), "byte 1 differs") {
+		t.Fatalf("tampered file: %v", err)
 	}
 }

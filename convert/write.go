@@ -1,11 +1,11 @@
 package convert
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"runtime"
@@ -80,9 +80,10 @@ func (p *Plan) Write(out string) (*Report, error) {
 }
 
 // write streams every tensor into an atomic safetensors writer. With
-// verification, each source tensor is hashed while it is written, and the
-// finished file is read back and re-hashed while it is synced to disk; it
-// is renamed into place only if every hash matches.
+// verification, the finished file is read back while it is synced to disk:
+// every tensor is compared byte for byte with a fresh read of its source
+// view and its SHA-256 recorded; the file is renamed into place only if
+// all match.
 func (p *Plan) write(out string) (*Report, error) {
 	r := p.Report()
 	infos := make([]safetensors.TensorInfo, len(r.Tensors))
@@ -94,29 +95,18 @@ func (p *Plan) write(out string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	index := make(map[string]int, len(r.Tensors))
-	for i, t := range r.Tensors {
-		index[t.Name] = i
-	}
 	prog := &progress{fn: p.opt.Progress, total: r.Bytes}
 	for _, ti := range fw.Tensors() {
-		tr := &r.Tensors[index[ti.Name]]
-		var h hash.Hash
-		if !p.opt.NoVerify {
-			h = sha256.New()
-		}
-		if err := copyTensor(fw, ti.Name, p.sources[ti.Name], h, prog); err != nil {
+		src := &countingSource{t: p.sources[ti.Name], prog: prog}
+		if err := fw.WriteTensorFrom(ti.Name, src); err != nil {
 			fw.Abort()
 			return nil, err
-		}
-		if h != nil {
-			tr.SHA256 = hex.EncodeToString(h.Sum(nil))
 		}
 	}
 	if p.opt.NoVerify {
 		err = fw.Close()
 	} else {
-		err = fw.CloseVerified(func(f *safetensors.Reader) error { return verify(f, r) })
+		err = fw.CloseVerified(func(f *safetensors.Reader) error { return verify(f, r, p.sources) })
 	}
 	if err != nil {
 		return nil, err
@@ -126,76 +116,26 @@ func (p *Plan) write(out string) (*Report, error) {
 	return r, nil
 }
 
-// copyTensor has t write its contiguous bytes straight into fw. When h is
-// set, each chunk is hashed on another goroutine while the same chunk is
-// written, so hashing overlaps the file write; only the producer's own
-// buffer (a chunk, or what a strided gather needs) is in memory.
-func copyTensor(fw *safetensors.FileWriter, name string, t *torch.Tensor, h hash.Hash, prog *progress) error {
-	src := &teeSource{t: t, prog: prog, inline: h}
-	if h != nil && t.NBytes() >= 1<<20 {
-		// Worth a goroutine: hash on the other core while writing.
-		src.hasher, src.inline = newOverlapHasher(h), nil
-		defer src.hasher.close()
-	}
-	return fw.WriteTensorFrom(name, src)
+// countingSource is a tensor as an io.WriterTo that reports progress.
+type countingSource struct {
+	t    *torch.Tensor
+	prog *progress
 }
 
-// teeSource is the tensor as an io.WriterTo that also hashes and counts.
-type teeSource struct {
-	t      *torch.Tensor
-	hasher *overlapHasher // hashes large tensors on another goroutine
-	inline hash.Hash      // hashes small ones in line
-	prog   *progress
+func (s *countingSource) WriteTo(w io.Writer) (int64, error) {
+	return s.t.WriteTo(&countingWriter{w: w, prog: s.prog})
 }
 
-func (s *teeSource) WriteTo(w io.Writer) (int64, error) {
-	return s.t.WriteTo(&teeWriter{w: w, hasher: s.hasher, inline: s.inline, prog: s.prog})
+type countingWriter struct {
+	w    io.Writer
+	prog *progress
 }
 
-type teeWriter struct {
-	w      io.Writer
-	hasher *overlapHasher
-	inline hash.Hash
-	prog   *progress
-}
-
-func (t *teeWriter) Write(p []byte) (int, error) {
-	if t.inline != nil {
-		t.inline.Write(p)
-	}
-	if t.hasher != nil {
-		t.hasher.start(p)
-	}
-	n, err := t.w.Write(p)
-	if t.hasher != nil {
-		t.hasher.wait() // p may be reused once Write returns
-	}
-	t.prog.add(n)
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.prog.add(n)
 	return n, err
 }
-
-// overlapHasher hashes chunks on its own goroutine.
-type overlapHasher struct {
-	h    hash.Hash
-	in   chan []byte
-	done chan struct{}
-}
-
-func newOverlapHasher(h hash.Hash) *overlapHasher {
-	o := &overlapHasher{h: h, in: make(chan []byte), done: make(chan struct{})}
-	go func() {
-		for p := range o.in {
-			o.h.Write(p)
-			o.done <- struct{}{}
-		}
-		close(o.done)
-	}()
-	return o
-}
-
-func (o *overlapHasher) start(p []byte) { o.in <- p }
-func (o *overlapHasher) wait()          { <-o.done }
-func (o *overlapHasher) close()         { close(o.in) }
 
 type progress struct {
 	mu      sync.Mutex
@@ -214,9 +154,13 @@ func (p *progress) add(n int) {
 	p.mu.Unlock()
 }
 
-// verify re-reads the written file and compares every tensor's dtype,
-// shape and SHA-256 with the source's, hashing tensors in parallel.
-func verify(f *safetensors.Reader, r *Report) error {
+// verify checks the written file against the sources: the tensor count,
+// the metadata, and for every tensor its dtype, its shape and its bytes,
+// compared one for one with a fresh read of the source view (stronger than
+// comparing digests, and a third of the cost of hashing both sides). Each
+// output tensor's SHA-256 goes into the report. Tensors are checked in
+// parallel.
+func verify(f *safetensors.Reader, r *Report, sources map[string]*torch.Tensor) error {
 	if f.Len() != len(r.Tensors) {
 		return fmt.Errorf("%w: the output holds %d tensors, %d were written", ErrVerify, f.Len(), len(r.Tensors))
 	}
@@ -233,7 +177,7 @@ func verify(f *safetensors.Reader, r *Report) error {
 		go func() {
 			defer wg.Done()
 			for tr := range work {
-				errs <- verifyTensor(f, tr)
+				errs <- verifyTensor(f, tr, sources[tr.Name])
 			}
 		}()
 	}
@@ -251,7 +195,7 @@ func verify(f *safetensors.Reader, r *Report) error {
 	return nil
 }
 
-func verifyTensor(f *safetensors.Reader, tr *TensorReport) error {
+func verifyTensor(f *safetensors.Reader, tr *TensorReport, src *torch.Tensor) error {
 	t, err := f.Tensor(tr.Name)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrVerify, err)
@@ -259,14 +203,51 @@ func verifyTensor(f *safetensors.Reader, tr *TensorReport) error {
 	if t.DType.String() != tr.DType || !slices.Equal(t.Shape, tr.Shape) {
 		return fmt.Errorf("%w: tensor %q is %s %v in the output, %s %v in the source", ErrVerify, tr.Name, t.DType, t.Shape, tr.DType, tr.Shape)
 	}
-	h := sha256.New()
-	if _, err := t.WriteTo(h); err != nil { // one Write of the mapped bytes
+	out, err := t.Bytes() // a view of the mapped output
+	if err != nil {
 		return fmt.Errorf("%w: tensor %q: %v", ErrVerify, tr.Name, err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != tr.SHA256 {
-		return fmt.Errorf("%w: tensor %q: SHA-256 %s in the output, %s in the source", ErrVerify, tr.Name, got, tr.SHA256)
+	cw := &compareWriter{want: out, mismatch: -1}
+	if _, err := src.WriteTo(cw); err != nil {
+		if cw.mismatch >= 0 {
+			return fmt.Errorf("%w: tensor %q: byte %d differs from the source", ErrVerify, tr.Name, cw.mismatch)
+		}
+		return fmt.Errorf("%w: tensor %q: re-reading the source: %v", ErrVerify, tr.Name, err)
 	}
+	if cw.n != int64(len(out)) {
+		return fmt.Errorf("%w: tensor %q: the source gave %d bytes, the output holds %d", ErrVerify, tr.Name, cw.n, len(out))
+	}
+	sum := sha256.Sum256(out)
+	tr.SHA256 = hex.EncodeToString(sum[:])
 	return nil
+}
+
+// compareWriter checks that what is written equals want, in order.
+type compareWriter struct {
+	want     []byte
+	n        int64
+	mismatch int64 // first differing byte, or -1
+}
+
+var errMismatch = errors.New("bytes differ")
+
+func (c *compareWriter) Write(p []byte) (int, error) {
+	rest := c.want[c.n:]
+	if len(p) > len(rest) {
+		c.mismatch = int64(len(c.want))
+		return 0, errMismatch
+	}
+	if !bytes.Equal(p, rest[:len(p)]) {
+		for i := range p {
+			if p[i] != rest[i] {
+				c.mismatch = c.n + int64(i)
+				break
+			}
+		}
+		return 0, errMismatch
+	}
+	c.n += int64(len(p))
+	return len(p), nil
 }
 
 func sameFile(a, b string) (bool, error) {
