@@ -397,12 +397,8 @@ func (fw *FileWriter) CloseVerified(verify func(*Reader) error) error {
 		if err != nil {
 			return fmt.Errorf("safetensors: re-reading %s: %w", fw.f.Path(), err)
 		}
-		// Map the new file so that verify reads it without copying; the
-		// mapping lives only for the call.
-		if mem, err := mapFile(fw.f.File, size); err == nil && mem != nil {
-			defer unmapFile(mem)
-			r.mem = mem
-		}
+		// Read with pread, not through a mapping: mapped pages would count
+		// as resident memory of the process for the whole file.
 		return verify(r)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"runtime"
@@ -203,49 +204,55 @@ func verifyTensor(f *safetensors.Reader, tr *TensorReport, src *torch.Tensor) er
 	if t.DType.String() != tr.DType || !slices.Equal(t.Shape, tr.Shape) {
 		return fmt.Errorf("%w: tensor %q is %s %v in the output, %s %v in the source", ErrVerify, tr.Name, t.DType, t.Shape, tr.DType, tr.Shape)
 	}
-	out, err := t.Bytes() // a view of the mapped output
-	if err != nil {
-		return fmt.Errorf("%w: tensor %q: %v", ErrVerify, tr.Name, err)
-	}
-	cw := &compareWriter{want: out, mismatch: -1}
+	cw := &compareWriter{out: t, size: t.Size(), h: sha256.New(), mismatch: -1}
 	if _, err := src.WriteTo(cw); err != nil {
 		if cw.mismatch >= 0 {
 			return fmt.Errorf("%w: tensor %q: byte %d differs from the source", ErrVerify, tr.Name, cw.mismatch)
 		}
-		return fmt.Errorf("%w: tensor %q: re-reading the source: %v", ErrVerify, tr.Name, err)
+		return fmt.Errorf("%w: tensor %q: %v", ErrVerify, tr.Name, err)
 	}
-	if cw.n != int64(len(out)) {
-		return fmt.Errorf("%w: tensor %q: the source gave %d bytes, the output holds %d", ErrVerify, tr.Name, cw.n, len(out))
+	if cw.n != cw.size {
+		return fmt.Errorf("%w: tensor %q: the source gave %d bytes, the output holds %d", ErrVerify, tr.Name, cw.n, cw.size)
 	}
-	sum := sha256.Sum256(out)
-	tr.SHA256 = hex.EncodeToString(sum[:])
+	tr.SHA256 = hex.EncodeToString(cw.h.Sum(nil))
 	return nil
 }
 
-// compareWriter checks that what is written equals want, in order.
+// compareWriter checks that what is written equals the output tensor, in
+// order, reading the output in step with the source (memory: one chunk)
+// and hashing it as it goes.
 type compareWriter struct {
-	want     []byte
-	n        int64
+	out      *safetensors.Tensor
+	size, n  int64
+	buf      []byte
+	h        hash.Hash
 	mismatch int64 // first differing byte, or -1
 }
 
 var errMismatch = errors.New("bytes differ")
 
 func (c *compareWriter) Write(p []byte) (int, error) {
-	rest := c.want[c.n:]
-	if len(p) > len(rest) {
-		c.mismatch = int64(len(c.want))
+	if int64(len(p)) > c.size-c.n {
+		c.mismatch = c.size
 		return 0, errMismatch
 	}
-	if !bytes.Equal(p, rest[:len(p)]) {
+	if cap(c.buf) < len(p) {
+		c.buf = make([]byte, len(p))
+	}
+	got := c.buf[:len(p)]
+	if _, err := c.out.ReadAt(got, c.n); err != nil {
+		return 0, fmt.Errorf("re-reading the output: %w", err)
+	}
+	if !bytes.Equal(p, got) {
 		for i := range p {
-			if p[i] != rest[i] {
+			if p[i] != got[i] {
 				c.mismatch = c.n + int64(i)
 				break
 			}
 		}
 		return 0, errMismatch
 	}
+	c.h.Write(got)
 	c.n += int64(len(p))
 	return len(p), nil
 }
