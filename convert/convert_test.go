@@ -131,7 +131,7 @@ func TestConvertFixtures(t *testing.T) {
 
 			// Default policy.
 			out := filepath.Join(tmp, "default.safetensors")
-			rep, err := File(in, out, Options{})
+			rep, err := File(in, out, Options{Digests: true})
 			if err != nil {
 				t.Fatalf("convert: %v", err)
 			}
@@ -726,7 +726,7 @@ func TestVerifyCatchesDifferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := verify(good, r, p.sources); err != nil {
+	if err := verify(good, r, p.sources, true); err != nil {
 		t.Fatalf("untouched file: %v", err)
 	}
 	victim := good.Tensors[len(good.Tensors)-1]
@@ -735,7 +735,7 @@ func TestVerifyCatchesDifferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = verify(bad, r, p.sources)
+	err = verify(bad, r, p.sources, false)
 	if !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), victim.Name) || !strings.Contains(err.Error(), "byte 1 differs") {
 		t.Fatalf("tampered file: %v", err)
 	}

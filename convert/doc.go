@@ -21,6 +21,7 @@
 //
 // Outputs are atomic: the file appears under its final name only after it
 // was written, synced and (unless Options.NoVerify) re-read and compared,
-// tensor by tensor, with the SHA-256 of the source bytes. On any error no
-// output file is left behind.
+// tensor by tensor and byte for byte, with a fresh read of each source
+// view (Options.Digests also records each tensor's SHA-256). On any error
+// no output file is left behind.
 package convert

@@ -48,8 +48,8 @@ The state dict is unwrapped from training checkpoints ("state_dict", or
 and non-tensor values are skipped and listed. Tied weights (names that are the
 identical view of one storage) are written once, as Hugging Face's convert.py
 does, and recorded in __metadata__ as removed -> kept; every other view is
-written as its own contiguous tensor. The output is re-read and compared by
-SHA-256 before it appears under its name.
+written as its own contiguous tensor. The output is re-read and compared byte
+for byte with the source before it appears under its name.
 
 Exit status: 0 converted, 1 refused (dangerous, unsupported or corrupt
 input), 2 could not read or write (or the output exists: use --force).`,
