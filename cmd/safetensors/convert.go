@@ -25,6 +25,8 @@ type convertFlags struct {
 	force       bool
 	dryRun      bool
 	maxOutput   string
+	json        bool
+	sha256      bool
 }
 
 func newConvertCmd() *cobra.Command {
@@ -70,6 +72,8 @@ input), 2 could not read or write (or the output exists: use --force).`,
 	f.BoolVar(&fl.noVerify, "no-verify", false, "do not hash the source and re-read the output")
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite existing outputs")
 	f.BoolVarP(&fl.dryRun, "dry-run", "n", false, "show what would be written, write nothing")
+	f.BoolVar(&fl.json, "json", false, "print a JSON report on stdout instead of the summary line (schema in the documentation)")
+	f.BoolVar(&fl.sha256, "sha256", false, "record each written tensor's SHA-256 (shown with --json)")
 	f.StringVar(&fl.maxOutput, "max-output", "", "cap on the tensor data written, e.g. 200GiB, or -1 for none (default: 64x the stored bytes or 1GiB, whichever is more; zero-stride views can expand a tiny file)")
 	return cmd
 }
@@ -78,6 +82,7 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 	opt := convert.Options{
 		Key: fl.key, Prefer: fl.prefer, Discard: fl.discard,
 		KeepAliases: fl.keepAliases, NoVerify: fl.noVerify, Overwrite: fl.force,
+		Digests: fl.sha256,
 	}
 	if fl.maxOutput != "" {
 		n, err := parseSize(fl.maxOutput)
@@ -97,7 +102,7 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 		if fl.dryRun {
 			return usageError("--dry-run takes a checkpoint file, not a directory")
 		}
-		return convertDir(stdout, stderr, in, out, opt)
+		return convertDir(stdout, stderr, in, out, opt, fl.json)
 	}
 	if out == "" {
 		out = convert.OutputName(in)
@@ -108,6 +113,9 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 		rep, err := convert.PlanFile(in, opt)
 		if err != nil {
 			return convertError(err)
+		}
+		if fl.json {
+			return writeConvertJSON(stdout, rep)
 		}
 		printPlan(stdout, rep)
 		fmt.Fprintf(stdout, "would convert %s -> %s: %s\n", in, out, summary(rep))
@@ -123,11 +131,14 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 		return convertError(err)
 	}
 	printNotes(stderr, rep)
+	if fl.json {
+		return writeConvertJSON(stdout, rep)
+	}
 	fmt.Fprintf(stdout, "converted %s -> %s: %s\n", in, out, summary(rep))
 	return nil
 }
 
-func convertDir(stdout, stderr io.Writer, in, out string, opt convert.Options) error {
+func convertDir(stdout, stderr io.Writer, in, out string, opt convert.Options, asJSON bool) error {
 	bar := newProgress(stderr, "converting "+filepath.Base(filepath.Clean(in)), 0)
 	if bar != nil {
 		opt.Progress = func(w, total int64) { bar.setTotal(total); bar.update(w) }
@@ -142,6 +153,9 @@ func convertDir(stdout, stderr io.Writer, in, out string, opt convert.Options) e
 	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	if asJSON {
+		return writeConvertJSON(stdout, rep.Files...)
 	}
 	for _, r := range rep.Files {
 		printNotes(stderr, r)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,6 +171,39 @@ func TestConvertCmdUsage(t *testing.T) {
 	for _, args := range [][]string{{"convert"}, {"convert", "a", "b", "c"}, {"convert", "--bogus", "x"}} {
 		if code, _, _ := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestConvertJSON(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "tw.safetensors")
+	code, stdout, stderr := runCLI(t, "convert", "--json", "--sha256", "../../testdata/torch/tied_weights.pt", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got []struct {
+		Output  string `json:"output"`
+		Tensors []struct {
+			Name   string `json:"name"`
+			SHA256 string `json:"sha256"`
+		} `json:"tensors"`
+		Removed []struct {
+			Name string `json:"name"`
+			Kept string `json:"kept"`
+		} `json:"removed"`
+		Verified bool `json:"verified"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if len(got) != 1 || got[0].Output != out || !got[0].Verified || len(got[0].Removed) != 1 {
+		t.Fatalf("%+v", got)
+	}
+	// Digests agree with the sidecar torch's own bytes were hashed into.
+	want := map[string]string{"lm_head.bias": "d3b862b76b53a2f65a9ea5e158bc558439acae2cd6c5a97b0aab2de3e7b8b4f8"}
+	for _, tn := range got[0].Tensors {
+		if w, ok := want[tn.Name]; ok && tn.SHA256 != w {
+			t.Errorf("%s: sha256 %s, sidecar %s", tn.Name, tn.SHA256, w)
 		}
 	}
 }
