@@ -74,15 +74,15 @@ func runGet(stdout, stderr io.Writer, file, name string, fl getFlags) error {
 	if err != nil {
 		return usageError("--slice: %v", err)
 	}
-	f, err := safetensors.Open(file)
+	src, err := openTensorSource(file, name)
 	if err != nil {
-		return fileProblem(file, err)
+		return err
 	}
-	defer f.Close()
-	t, err := f.Tensor(name)
+	defer src.close()
+	t, err := src.reader.Tensor(name)
 	if err != nil {
 		if errors.Is(err, safetensors.ErrTensorNotFound) {
-			if s := suggestNames(f.Names(), name); len(s) > 0 {
+			if s := suggestNames(src.names, name); len(s) > 0 {
 				err = fmt.Errorf("%w\n  did you mean: %s", err, strings.Join(s, ", "))
 			}
 			return &exitError{Code: exitProblems, Err: err}
@@ -170,7 +170,11 @@ func suggestNames(names []string, name string) []string {
 	var out []string
 	for _, n := range names {
 		l := strings.ToLower(n)
-		if lower != "" && (strings.Contains(l, lower) || strings.Contains(lower, l) && len(l) > 2) {
+		close := strings.Contains(l, lower) || strings.Contains(lower, l) && len(l) > 2
+		if !close && abs(len(l)-len(lower)) <= 2 {
+			close = editDistance(l, lower) <= 2 // a typo
+		}
+		if lower != "" && close {
 			out = append(out, display(n))
 			if len(out) == 5 {
 				break
@@ -178,6 +182,34 @@ func suggestNames(names []string, name string) []string {
 		}
 	}
 	return out
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func writeFloat32s(w io.Writer, v []float32) error {
