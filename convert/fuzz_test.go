@@ -1,0 +1,60 @@
+package convert
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/torch"
+)
+
+// FuzzConvert runs whole conversions of mutated checkpoints: no panic, and
+// whenever a conversion succeeds its output is a valid safetensors file
+// holding exactly the tensors the report lists; when it fails, nothing is
+// left behind.
+func FuzzConvert(f *testing.F) {
+	paths, _ := filepath.Glob("../testdata/torch/*.p[th]")
+	more, _ := filepath.Glob("../testdata/torch/*.bin")
+	for _, p := range append(paths, more...) {
+		if b, err := os.ReadFile(p); err == nil && len(b) < 1<<16 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := torch.NewReader(bytes.NewReader(b), int64(len(b)), "fuzz.pt")
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		p, err := NewPlan(c, Options{MaxOutputBytes: 64 << 20})
+		if err != nil {
+			if !errors.Is(err, ErrInput) {
+				var te *torch.Error
+				if !errors.As(err, &te) {
+					t.Fatalf("plan error of unexpected type: %v", err)
+				}
+			}
+			return
+		}
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out.safetensors")
+		r, err := p.Write(out)
+		if err != nil {
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Fatalf("failed conversion left %d files: %v", len(ents), err)
+			}
+			return
+		}
+		sf, err := safetensors.Open(out)
+		if err != nil {
+			t.Fatalf("output does not validate: %v", err)
+		}
+		defer sf.Close()
+		if sf.Len() != len(r.Tensors) {
+			t.Fatalf("output holds %d tensors, report %d", sf.Len(), len(r.Tensors))
+		}
+	})
+}
