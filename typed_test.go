@@ -177,3 +177,14 @@ func TestParseDTypeCoversTable(t *testing.T) {
 		t.Error("lower case accepted")
 	}
 }
+
+// TestF8E5M2MatchesHalf: E5M2 is the upper byte of an IEEE half, so the
+// hand-written decoder must agree with x448/float16 on all 256 bytes.
+func TestF8E5M2MatchesHalf(t *testing.T) {
+	for i := range 256 {
+		got, want := F8E5M2ToFloat32(uint8(i)), F16ToFloat32(uint16(i)<<8)
+		if math.Float32bits(got) != math.Float32bits(want) && !(math.IsNaN(float64(got)) && math.IsNaN(float64(want))) {
+			t.Errorf("%#02x: %v, half says %v", i, got, want)
+		}
+	}
+}
