@@ -21,13 +21,14 @@ var littleEndianHost = func() bool {
 }()
 
 // dtypesFor returns the dtypes whose elements a T can hold bit for bit:
-// uint8 also views BOOL, uint16 also views the raw bits of F16 and BF16.
+// uint8 also views BOOL and the raw bits of the 8-bit floats, uint16 the raw
+// bits of F16 and BF16.
 func dtypesFor[T Number]() []DType {
 	switch reflect.TypeFor[T]().Kind() {
 	case reflect.Int8:
 		return []DType{I8}
 	case reflect.Uint8:
-		return []DType{U8, BOOL}
+		return []DType{U8, BOOL, F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ}
 	case reflect.Int16:
 		return []DType{I16}
 	case reflect.Uint16:
@@ -51,8 +52,9 @@ func dtypesFor[T Number]() []DType {
 }
 
 // As returns the tensor's elements as a []T, where T matches the dtype
-// (float32 for F32, int64 for I64, uint8 for U8 and BOOL, uint16 for the raw
-// bits of F16 and BF16, and so on). On a little-endian host, for a mapped
+// (float32 for F32, int64 for I64, complex64 for C64, uint8 for U8, BOOL and
+// the raw bits of the F8 types, uint16 for the raw bits of F16 and BF16, and
+// so on): every dtype whose elements fill whole bytes. On a little-endian host, for a mapped
 // file or an in-memory tensor whose bytes are suitably aligned, the result
 // is a zero-copy view: it must not be modified (the mapping is read-only) and
 // is valid only while the file is open. Otherwise the elements are copied.

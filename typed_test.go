@@ -1,6 +1,7 @@
 package safetensors
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"testing"
@@ -187,4 +188,37 @@ func TestF8E5M2MatchesHalf(t *testing.T) {
 			t.Errorf("%#02x: %v, half says %v", i, got, want)
 		}
 	}
+}
+
+func TestAsCoversEveryWholeByteDType(t *testing.T) {
+	views := map[DType]func(*Tensor) (int, error){
+		BOOL: n[uint8], U8: n[uint8], I8: n[int8], F8_E5M2: n[uint8], F8_E4M3: n[uint8], F8_E8M0: n[uint8],
+		F8_E4M3FNUZ: n[uint8], F8_E5M2FNUZ: n[uint8], I16: n[int16], U16: n[uint16], F16: n[uint16],
+		BF16: n[uint16], I32: n[int32], U32: n[uint32], F32: n[float32], C64: n[complex64],
+		F64: n[float64], I64: n[int64], U64: n[uint64],
+	}
+	for _, d := range DTypes() {
+		if d.Size() == 0 {
+			continue // F4, F6: no Go type holds them
+		}
+		view, ok := views[d]
+		if !ok {
+			t.Errorf("no typed view listed for %s", d)
+			continue
+		}
+		b, err := Marshal([]TensorData{{Name: "x", DType: d, Shape: []int64{3}, Data: make([]byte, 3*d.Size())}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := NewReader(bytes.NewReader(b), int64(len(b)))
+		x, _ := r.Tensor("x")
+		if got, err := view(x); err != nil || got != 3 {
+			t.Errorf("%s: %d elements, %v", d, got, err)
+		}
+	}
+}
+
+func n[T Number](t *Tensor) (int, error) {
+	v, err := As[T](t)
+	return len(v), err
 }
