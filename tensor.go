@@ -3,7 +3,6 @@ package safetensors
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 )
 
 // Tensor is one tensor of a file: its description and access to its bytes.
@@ -13,7 +12,7 @@ import (
 // after Close faults and crashes the program, so call Copy for data that
 // must outlive the file. If another process truncates the file while it is
 // mapped, touching the lost pages raises SIGBUS, which also crashes; Copy
-// turns that fault into an error instead.
+// reads with pread instead, which reports the short read as an error.
 type Tensor struct {
 	TensorInfo
 
@@ -51,15 +50,7 @@ func (t *Tensor) Copy() ([]byte, error) {
 	if t.src != nil {
 		return t.readFresh()
 	}
-	out := make([]byte, len(t.data))
-	if t.mapped {
-		if err := faultSafeCopy(out, t.data); err != nil {
-			return nil, t.errorf("reading mapped data at byte %d: %v (was the file truncated?)", t.off, err)
-		}
-		return out, nil
-	}
-	copy(out, t.data)
-	return out, nil
+	return append([]byte(nil), t.data...), nil
 }
 
 // Reader returns a reader over the tensor's bytes.
@@ -123,20 +114,6 @@ func (t *Tensor) fileName() string {
 		return "safetensors"
 	}
 	return t.file
-}
-
-// faultSafeCopy copies from a memory mapping, turning a page fault (the file
-// shrank underneath the mapping) into an error.
-func faultSafeCopy(dst, src []byte) (err error) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			err = fmt.Errorf("memory fault: %v", r)
-		}
-	}()
-	copy(dst, src)
-	return nil
 }
 
 // sliceReader is a bytes.Reader without the seek and unread methods.

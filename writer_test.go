@@ -322,3 +322,25 @@ func TestCloseVerified(t *testing.T) {
 		t.Fatalf("%d entries in the directory", len(ents))
 	}
 }
+
+// TestCopyAfterTruncation: a file cut short while open gives an error from
+// Copy (pread), not a crash (the mapping's lost pages would fault).
+func TestCopyAfterTruncation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.safetensors")
+	data := bytes.Repeat([]byte{7}, 1<<16)
+	if err := WriteFile(path, []TensorData{{Name: "w", DType: U8, Shape: []int64{int64(len(data))}, Data: data}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, _ := f.Tensor("w")
+	if err := os.Truncate(path, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Copy(); err == nil || !strings.Contains(err.Error(), `tensor "w"`) {
+		t.Fatalf("Copy of a truncated file: %v", err)
+	}
+}
