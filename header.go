@@ -143,10 +143,10 @@ func checkPrefix(prefix []byte, fileSize int64, o options) (uint64, error) {
 }
 
 // validate checks the tensors' offsets, shapes and sizes in the reference's
-// order, sorts them into file order and returns the data section size. The
-// raw entries carry offsets and dims as parsed (uint64).
+// order and returns the data section size. The raw entries carry offsets and
+// dims as parsed (uint64) and are already in file order (parseHeaderJSON
+// sorts them).
 func validate(raw []rawTensor) (uint64, error) {
-	sortRaw(raw)
 	var start uint64
 	for i := range raw {
 		r := &raw[i]

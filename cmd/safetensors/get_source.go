@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	"github.com/gosafetensors/safetensors"
-	"github.com/gosafetensors/safetensors/torch"
 )
 
 // tensorSource is where get finds its tensor: a safetensors file, or one
@@ -22,17 +20,12 @@ type tensorSource struct {
 // bytes), and a view that would expand past 64 times its storage (zero
 // strides) and 1 GiB is refused.
 func openTensorSource(file, name string) (*tensorSource, error) {
-	f, err := safetensors.Open(file)
-	if err == nil {
+	f, c, err := openFileOrCheckpoint(file)
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
 		return &tensorSource{reader: &f.Reader, names: f.Names(), close: f.Close}, nil
-	}
-	var fe *safetensors.FormatError
-	if !errors.As(err, &fe) || !looksLikeCheckpoint(file) {
-		return nil, fileProblem(file, err)
-	}
-	c, cerr := torch.Open(file)
-	if cerr != nil {
-		return nil, &exitError{Code: exitProblems, Err: cerr}
 	}
 	defer c.Close()
 	src := &tensorSource{close: func() error { return nil }}

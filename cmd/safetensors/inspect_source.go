@@ -29,22 +29,37 @@ func (f *inspected) bytes(t safetensors.TensorInfo) int64 {
 	return t.Size()
 }
 
-// openInspected reads the safetensors header of file or, when the file is
-// a PyTorch checkpoint instead, lists its tensors without running it.
-func openInspected(file string) (*inspected, error) {
+// openFileOrCheckpoint opens file as safetensors or, when it is not one
+// but looks like a PyTorch checkpoint, through the inert checkpoint reader.
+// Exactly one of the results is non-nil on success; errors carry the exit
+// status.
+func openFileOrCheckpoint(file string) (*safetensors.File, *torch.Checkpoint, error) {
 	f, err := safetensors.Open(file)
 	if err == nil {
-		defer f.Close()
-		return &inspected{format: "safetensors", fileSize: f.FileSize(), headerSize: f.Size,
-			Tensors: f.Tensors, Metadata: f.Metadata, Warnings: f.Warnings}, nil
+		return f, nil, nil
 	}
 	var fe *safetensors.FormatError
 	if !errors.As(err, &fe) || !looksLikeCheckpoint(file) {
-		return nil, fileProblem(file, err)
+		return nil, nil, fileProblem(file, err)
 	}
-	c, cerr := torch.Open(file)
-	if cerr != nil {
-		return nil, &exitError{Code: exitProblems, Err: cerr}
+	c, err := torch.Open(file)
+	if err != nil {
+		return nil, nil, &exitError{Code: exitProblems, Err: err}
+	}
+	return nil, c, nil
+}
+
+// openInspected reads the safetensors header of file or, when the file is
+// a PyTorch checkpoint instead, lists its tensors without running it.
+func openInspected(file string) (*inspected, error) {
+	f, c, err := openFileOrCheckpoint(file)
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		defer f.Close()
+		return &inspected{format: "safetensors", fileSize: f.FileSize(), headerSize: f.Size,
+			Tensors: f.Tensors, Metadata: f.Metadata, Warnings: f.Warnings}, nil
 	}
 	defer c.Close()
 	out := &inspected{format: "pytorch-" + c.Format, nbytes: map[string]int64{}}
