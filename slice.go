@@ -329,6 +329,21 @@ func (t *Tensor) wrapSliceError(err error) error {
 
 func (t *Tensor) readPlan(p *slicePlan) (*Tensor, error) {
 	out := make([]byte, 0, p.size)
+	rr, batched := t.src.(RunReader)
+	batched = batched && t.data == nil
+	var bufs [][]byte
+	var offs []int64
+	flush := func() error {
+		if len(bufs) == 0 {
+			return nil
+		}
+		err := rr.ReadRuns(bufs, offs)
+		if err != nil {
+			err = fmt.Errorf("reading %d byte runs from byte %d: %w", len(bufs), offs[0], err)
+		}
+		bufs, offs = bufs[:0], offs[:0]
+		return err
+	}
 	err := p.runs(func(r run) error {
 		if t.data != nil || t.src == nil {
 			out = append(out, t.data[r.off:r.off+r.n]...)
@@ -336,15 +351,29 @@ func (t *Tensor) readPlan(p *slicePlan) (*Tensor, error) {
 		}
 		start := len(out)
 		out = out[:start+int(r.n)]
+		if batched {
+			bufs = append(bufs, out[start:])
+			offs = append(offs, t.off+r.off)
+			if len(bufs) == runBatch {
+				return flush()
+			}
+			return nil
+		}
 		n, err := t.src.ReadAt(out[start:], t.off+r.off)
 		if err != nil && !(err == io.EOF && int64(n) == r.n) {
-			return fmt.Errorf("reading %d bytes at byte %d: %v", r.n, t.off+r.off, err)
+			return fmt.Errorf("reading %d bytes at byte %d: %w", r.n, t.off+r.off, err)
 		}
 		return nil
 	})
+	if err == nil && batched {
+		err = flush()
+	}
 	if err != nil {
-		return nil, t.errorf("%v", err)
+		return nil, t.errorf("%w", err)
 	}
 	info := TensorInfo{Name: t.Name, DType: t.DType, Shape: p.shape, DataOffsets: [2]int64{0, p.size}}
 	return &Tensor{TensorInfo: info, file: t.file, data: out}, nil
 }
+
+// runBatch is how many byte runs a slice hands a RunReader at once.
+const runBatch = 4096

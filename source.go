@@ -67,3 +67,23 @@ func NewTensor(info TensorInfo, r io.ReaderAt, file string) *Tensor {
 func NewTensorBytes(info TensorInfo, b []byte, file string) *Tensor {
 	return &Tensor{TensorInfo: info, file: file, data: b}
 }
+
+// RunReader is an io.ReaderAt that reads many byte ranges together more
+// cheaply than one by one: an HTTP reader that asks for them in one
+// multi-range request, a decompressing reader that shares frames. Slicing a
+// tensor whose source implements it hands over the runs the slice needs in
+// batches. The runs are sorted and do not overlap; ReadRuns fills bufs[i]
+// with the len(bufs[i]) bytes at offset offs[i], or returns an error.
+type RunReader interface {
+	io.ReaderAt
+	ReadRuns(bufs [][]byte, offs []int64) error
+}
+
+// Streamer is an io.ReaderAt that can also write all of its bytes in order
+// faster than ReadAt calls would (a strided view gathered through a
+// buffer). A tensor made by [NewTensor] over a Streamer uses it for WriteTo,
+// Reader and Copy.
+type Streamer interface {
+	io.ReaderAt
+	Stream(w io.Writer) (int64, error)
+}

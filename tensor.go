@@ -1,6 +1,7 @@
 package safetensors
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 )
@@ -47,6 +48,14 @@ func (t *Tensor) Bytes() ([]byte, error) {
 // reads with pread rather than through the mapping: as fast, and a file
 // truncated underneath gives an error instead of a fault.
 func (t *Tensor) Copy() ([]byte, error) {
+	if st, ok := t.streamer(); ok {
+		var b bytes.Buffer
+		b.Grow(int(t.Size()))
+		if _, err := st.Stream(&b); err != nil {
+			return nil, t.errorf("%w", err)
+		}
+		return b.Bytes(), nil
+	}
 	if t.src != nil {
 		return t.readFresh()
 	}
@@ -58,6 +67,7 @@ func (t *Tensor) Reader() io.Reader {
 	if t.data != nil || t.src == nil {
 		return &sliceReader{b: t.data}
 	}
+
 	return io.NewSectionReader(t.src, t.off, t.Size())
 }
 
@@ -66,6 +76,9 @@ func (t *Tensor) WriteTo(w io.Writer) (int64, error) {
 	if t.data != nil || t.src == nil {
 		n, err := w.Write(t.data)
 		return int64(n), err
+	}
+	if st, ok := t.streamer(); ok {
+		return st.Stream(w)
 	}
 	return io.Copy(w, io.NewSectionReader(t.src, t.off, t.Size()))
 }
@@ -96,17 +109,29 @@ func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// streamer returns the tensor's source as a Streamer when the tensor is
+// the whole of it (made by NewTensor).
+func (t *Tensor) streamer() (Streamer, bool) {
+	if t.data != nil || t.off != 0 {
+		return nil, false
+	}
+	st, ok := t.src.(Streamer)
+	return st, ok
+}
+
 func (t *Tensor) readFresh() ([]byte, error) {
 	buf := make([]byte, t.Size())
 	n, err := t.src.ReadAt(buf, t.off)
 	if err != nil && !(err == io.EOF && n == len(buf)) {
-		return nil, t.errorf("reading %d bytes at byte %d: %v", len(buf), t.off, err)
+		return nil, t.errorf("reading %d bytes at byte %d: %w", len(buf), t.off, err)
 	}
 	return buf, nil
 }
 
+// errorf formats an error about the tensor; %w in format wraps as usual, so
+// I/O errors stay detectable with errors.Is.
 func (t *Tensor) errorf(format string, args ...any) error {
-	return fmt.Errorf("%s: tensor %q: %s", t.fileName(), t.Name, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%s: tensor %q: "+format, append([]any{t.fileName(), t.Name}, args...)...)
 }
 
 func (t *Tensor) fileName() string {
