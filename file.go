@@ -22,12 +22,24 @@ func Open(path string, opts ...Option) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
+	file, err := NewFile(f, append([]Option{WithName(path)}, opts...)...)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	opts = append([]Option{WithName(path)}, opts...)
+	return file, nil
+}
+
+// NewFile is Open on a file that is already open: it maps f and validates
+// its header. The File takes ownership of f on success (Close closes it); on
+// error f is left open. The name in errors is f.Name() unless WithName says
+// otherwise.
+func NewFile(f *os.File, opts ...Option) (*File, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	opts = append([]Option{WithName(f.Name())}, opts...)
 	o := buildOptions(opts)
 	size := st.Size()
 	var src interface {
@@ -40,7 +52,6 @@ func Open(path string, opts ...Option) (*File, error) {
 	h, err := readHeaderAt(src, size, o)
 	if err != nil {
 		unmapFile(mapping)
-		f.Close()
 		return nil, withFile(err, o.name)
 	}
 	file := &File{Reader: Reader{Header: *h, name: o.name, src: f, size: size, mem: mapping}, f: f, mapping: mapping}

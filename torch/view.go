@@ -1,0 +1,181 @@
+package torch
+
+import (
+	"fmt"
+	"io"
+	"sync"
+)
+
+// viewCacheMax (a variable for tests) is the largest storage span a strided View keeps in memory
+// to serve reads; larger views are read element run by element run.
+var viewCacheMax int64 = 16 << 20
+
+// verifyMax is the largest zip storage whose CRC-32 a View checks before
+// serving a partial read: checking reads the whole record. Larger storages
+// are checked by full reads (Stream, Tensor.WriteTo) only.
+const verifyMax = 256 << 20
+
+// View is random access to a tensor's elements in C-contiguous
+// little-endian order — the bytes its safetensors form holds — without
+// materialising the view: a read touches only the storage bytes it needs. A
+// zero-stride view of four floats standing for 2^28 elements costs 16 bytes
+// of memory, whatever is read from it.
+//
+// A View is an io.ReaderAt over [0, NBytes) and a safetensors.Streamer, so
+// safetensors.NewTensor(info, view, name) serves it like a tensor of a
+// safetensors file. It is safe for concurrent use.
+type View struct {
+	t *Tensor
+
+	once  sync.Once
+	cache []byte // the storage span [lo, hi] elements, when small enough
+	err   error
+}
+
+// View returns random access to the tensor's bytes.
+func (t *Tensor) View() *View { return &View{t: t} }
+
+// Size is the size of the tensor's contiguous form in bytes.
+func (v *View) Size() int64 { return v.t.NBytes() }
+
+// Stream writes every byte in order, gathering strided views through a
+// bounded buffer; see Tensor.WriteTo.
+func (v *View) Stream(w io.Writer) (int64, error) { return v.t.WriteTo(w) }
+
+// ReadAt reads len(p) bytes of the tensor's contiguous form at off.
+func (v *View) ReadAt(p []byte, off int64) (int, error) {
+	t := v.t
+	size := t.NBytes()
+	if off < 0 {
+		return 0, fmt.Errorf("torch: tensor %q: negative offset %d", t.Name, off)
+	}
+	if off >= size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	want := p[:min(int64(len(p)), size-off)]
+	if err := v.check(); err != nil {
+		return 0, err
+	}
+	var err error
+	if t.Contiguous() {
+		err = readFull(t.Storage.sec, want, t.Offset*int64(t.itemSize)+off)
+	} else {
+		err = v.gatherAt(want, off)
+	}
+	if err != nil {
+		return 0, withPath(stampEntry(err, t.Storage.entry), t.Storage.path)
+	}
+	if len(want) < len(p) {
+		return len(want), io.EOF
+	}
+	return len(p), nil
+}
+
+// check verifies the storage's CRC once when that costs little, and loads
+// the span of a small strided view.
+func (v *View) check() error {
+	v.once.Do(func() {
+		t := v.t
+		s := t.Storage
+		if s.needsVerify() && s.recLen <= verifyMax {
+			if err := s.Verify(); err != nil {
+				v.err = err
+				return
+			}
+		}
+		if err := s.verifyErr(); err != nil {
+			v.err = err
+			return
+		}
+		if t.Contiguous() || t.Numel() == 0 {
+			return
+		}
+		is := int64(t.itemSize)
+		lo, hi := t.span()
+		if (hi-lo+1)*is <= viewCacheMax {
+			buf := make([]byte, (hi-lo+1)*is)
+			if err := readFull(s.sec, buf, lo*is); err != nil {
+				v.err = withPath(stampEntry(err, s.entry), s.path)
+				return
+			}
+			v.cache = buf
+		}
+	})
+	return v.err
+}
+
+// gatherAt fills p with the contiguous-form bytes at off of a strided view,
+// walking the elements it covers in C order.
+func (v *View) gatherAt(p []byte, off int64) error {
+	t := v.t
+	is := int64(t.itemSize)
+	nd := len(t.Shape)
+	e := off / is            // first element
+	skip := off - e*is       // bytes of it before off
+	idx := make([]int64, nd) // multi-index of element e
+	rem := e
+	for d := nd - 1; d >= 0; d-- {
+		idx[d] = rem % t.Shape[d]
+		rem /= t.Shape[d]
+	}
+	inner, innerStride := int64(1), int64(1)
+	if nd > 0 {
+		inner, innerStride = t.Shape[nd-1], t.Stride[nd-1]
+	}
+	lo, _ := t.span()
+	var elem [16]byte
+	for len(p) > 0 {
+		base := t.Offset
+		for d := range nd {
+			base += idx[d] * t.Stride[d]
+		}
+		// the rest of this innermost row, from the current element
+		col := int64(0)
+		if nd > 0 {
+			col = idx[nd-1]
+		}
+		left := inner - col // elements left in the row
+		switch {
+		case v.cache != nil:
+			for k := int64(0); k < left && len(p) > 0; k++ {
+				at := (base + k*innerStride - lo) * is
+				n := copy(p, v.cache[at+skip:at+is])
+				p, skip = p[n:], 0
+			}
+		case innerStride == 1:
+			n := min(left*is-skip, int64(len(p)))
+			if err := readFull(t.Storage.sec, p[:n], base*is+skip); err != nil {
+				return err
+			}
+			p, skip = p[n:], 0
+		default:
+			for k := int64(0); k < left && len(p) > 0; k++ {
+				if err := readFull(t.Storage.sec, elem[:is], (base+k*innerStride)*is); err != nil {
+					return err
+				}
+				n := copy(p, elem[skip:is])
+				p, skip = p[n:], 0
+			}
+		}
+		// advance to the next row
+		if nd == 0 {
+			return nil
+		}
+		idx[nd-1] = 0
+		d := nd - 2
+		for ; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < t.Shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+		if d < 0 {
+			return nil
+		}
+	}
+	return nil
+}
