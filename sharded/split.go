@@ -1,0 +1,196 @@
+package sharded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/atomicfile"
+)
+
+// ShardName returns the Hub's name for shard i (0-based) of n:
+// model-00001-of-00003.safetensors; one shard is model.safetensors.
+func ShardName(i, n int) string {
+	if n == 1 {
+		return SingleName
+	}
+	return fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, n)
+}
+
+// PlanShards groups tensor names into shards by the Hugging Face Hub's
+// greedy rule (huggingface_hub split_state_dict_into_shards_factory):
+// tensors are taken in the order given; one that would push the current
+// shard past limit starts a new shard; one larger than limit by itself gets
+// a shard of its own, placed where the Hub places it, at the position it
+// is met, before the shard being filled. size gives a tensor's bytes. At
+// least one shard is returned, empty when there are no names.
+func PlanShards(names []string, size func(string) int64, limit int64) [][]string {
+	var shards [][]string
+	var cur []string
+	var curSize int64
+	for _, n := range names {
+		s := size(n)
+		if s > limit {
+			shards = append(shards, []string{n})
+			continue
+		}
+		if curSize+s > limit {
+			shards = append(shards, cur)
+			cur, curSize = nil, 0
+		}
+		cur = append(cur, n)
+		curSize += s
+	}
+	if len(cur) > 0 || len(shards) == 0 {
+		shards = append(shards, cur)
+	}
+	return shards
+}
+
+// Split writes the tensors of src into outDir as shards of at most the
+// limit set by [WithMaxShardSize] (default 5 GB) plus an index, by the
+// Hub's rule (see [PlanShards], tensors in name order), each shard with the
+// source's __metadata__. If everything fits in one shard, it writes
+// model.safetensors and no index.
+//
+// It writes all files or none: each goes to a temporary name in outDir,
+// is synced and (unless [WithVerify](false)) read back and compared with
+// the source; only then are all renamed into place, the index last. An
+// existing output is an error unless [WithOverwrite]. A directory that
+// holds the other form (model.safetensors when writing shards, an index
+// when writing one file) is refused whatever the options, since loaders
+// would pick the stale file. Tensors from a local [Model] are copied
+// inside the kernel (copy_file_range); memory use does not depend on the
+// tensors' sizes.
+func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...WriteOption) (*Result, error) {
+	o, err := buildWriteOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	names := src.Names()
+	c := &copier{ctx: ctx, src: src, opt: o}
+	sizes := make(map[string]int64, len(names))
+	for _, n := range names {
+		info, ok := src.Info(n)
+		if !ok {
+			return nil, fmt.Errorf("%s: tensor %q: listed but not found", sourceName(src), n)
+		}
+		sizes[n] = info.Size()
+		c.total, _ = addSize(c.total, info.Size())
+	}
+	plan := PlanShards(names, func(n string) int64 { return sizes[n] }, o.maxShardSize)
+	paths := make([]string, len(plan))
+	for i := range plan {
+		paths[i] = filepath.Join(outDir, ShardName(i, len(plan)))
+	}
+	other := filepath.Join(outDir, SingleName)
+	if len(plan) == 1 {
+		other = filepath.Join(outDir, IndexName)
+	} else {
+		paths = append(paths, filepath.Join(outDir, IndexName))
+	}
+	if err := checkFree(paths, o.overwrite); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(other); err == nil {
+		return nil, fmt.Errorf("%w: %s is there already and loaders would read it instead of the new files; remove it or choose another directory", ErrExists, other)
+	}
+	if err := os.MkdirAll(outDir, 0o777); err != nil {
+		return nil, err
+	}
+	if err := checkSpace(outDir, c.total); err != nil {
+		return nil, err
+	}
+
+	var pending []*atomicfile.File
+	abort := func() {
+		for _, f := range pending {
+			f.Abort()
+		}
+	}
+	meta := src.Meta()
+	idx := NewIndex()
+	for i, shard := range plan {
+		f, err := atomicfile.Create(paths[i])
+		if err != nil {
+			abort()
+			return nil, err
+		}
+		pending = append(pending, f)
+		h, err := c.writeFile(f.File, shard, meta)
+		if err == nil {
+			err = syncAndVerify(f, c.verifier(f, paths[i], h))
+		}
+		if err != nil {
+			abort()
+			return nil, fmt.Errorf("%s: writing %s: %w", sourceName(src), paths[i], err)
+		}
+		for _, info := range h.Tensors {
+			if err := idx.Add(filepath.Base(paths[i]), info); err != nil {
+				abort()
+				return nil, err
+			}
+		}
+	}
+	res := &Result{Files: paths, Bytes: c.total}
+	if m, ok := src.(*Model); ok {
+		res.Warnings = m.Warnings()
+	}
+	if len(plan) > 1 {
+		f, err := writeIndexTemp(idx, paths[len(paths)-1])
+		if err != nil {
+			abort()
+			return nil, err
+		}
+		pending = append(pending, f)
+		res.Index = idx
+	}
+	// Everything is written and checked: give the files their names, the
+	// index last so that no index ever names a shard not yet there.
+	for i, f := range pending {
+		if err := f.Commit(); err != nil {
+			for _, p := range paths[:i] {
+				os.Remove(p)
+			}
+			abort()
+			return nil, fmt.Errorf("%s: %w", paths[i], err)
+		}
+	}
+	return res, nil
+}
+
+func (c *copier) verifier(f *atomicfile.File, path string, h *safetensors.Header) func() error {
+	if !c.opt.verify {
+		return nil
+	}
+	return func() error { return c.verify(f.File, path, h) }
+}
+
+// writeIndexTemp writes the index to a temporary file beside path, checks
+// that it parses back to the same weight map, and syncs it.
+func writeIndexTemp(idx *Index, path string) (*atomicfile.File, error) {
+	b, err := idx.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	back, err := ParseIndex(b, path)
+	if err != nil || len(back.WeightMap) != len(idx.WeightMap) || back.TotalSize != idx.TotalSize {
+		return nil, errors.Join(fmt.Errorf("%w: %s: the index does not parse back", ErrVerify, path), err)
+	}
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Abort()
+		return nil, err
+	}
+	if err := f.File.Sync(); err != nil {
+		f.Abort()
+		return nil, err
+	}
+	return f, nil
+}
