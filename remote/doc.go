@@ -1,0 +1,31 @@
+// Package remote reads files over HTTP Range requests and resolves Hugging
+// Face Hub locations, with the standard library only.
+//
+// A [File] is an io.ReaderAt over one remote object. It never returns wrong
+// bytes: every response must be a 206 whose Content-Range matches the request
+// and the size learned when the file was opened, its body must be exactly as
+// long as the range, and the object must not change between requests (its
+// ETag is pinned with If-Match and, with Last-Modified and the size, checked
+// on every response). Anything else is an error. The first request fetches a
+// prefix (100,008 bytes by default) that is kept, so the safetensors header
+// of a file costs one request when it is smaller than that.
+//
+// Transient failures (429, 5xx, connection resets, timeouts, stalls) are
+// retried with exponential backoff and jitter, bounded in count and total
+// time. Errors are I/O errors: context.DeadlineExceeded stays visible to
+// errors.Is, HTTP failures are a [*StatusError], a changed object is
+// [ErrObjectChanged] and a server that breaks the range protocol is
+// [ErrProtocol].
+//
+// [File.ReadRuns] reads many byte runs at once with multi-range requests
+// (multipart/byteranges), so a column slice of a matrix costs a handful of
+// requests; servers that do not support them are read with parallel single
+// ranges instead.
+//
+// [Hub] resolves hf://ORG/REPO[@REV][/PATH] and .../resolve/REV/FILE URLs,
+// pins the revision to the commit the Hub reports for the first file, and
+// opens every other file of the repository at that commit.
+//
+// Object storage (s3://, gs://, azblob://) lives in the blobstore
+// subpackage, so that importing this package compiles no cloud SDK.
+package remote

@@ -1,0 +1,265 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults of the options.
+const (
+	DefaultPrefetch      = 100_000 + 8 // first request: prefix plus a 100 kB header
+	DefaultMaxAttempts   = 5
+	DefaultRetryBudget   = 2 * time.Minute
+	DefaultBackoff       = 250 * time.Millisecond
+	DefaultMaxBackoff    = 10 * time.Second
+	DefaultMaxRetryAfter = 30 * time.Second
+	DefaultStallTimeout  = 30 * time.Second
+	DefaultConcurrency   = 8
+	DefaultMaxRanges     = 64   // ranges per multi-range request
+	DefaultMaxRangeBytes = 4000 // length of a Range header value
+	maxPrefetch          = 64 << 20
+)
+
+// An Option configures [Open] and [NewHub]. Options reject invalid values
+// with an error instead of silently clamping them.
+type Option func(*config) error
+
+type config struct {
+	client        *http.Client
+	prefetch      int64
+	maxAttempts   int
+	retryBudget   time.Duration
+	backoff       time.Duration
+	maxBackoff    time.Duration
+	maxRetryAfter time.Duration
+	reqTimeout    time.Duration
+	stallTimeout  time.Duration
+	concurrency   int
+	maxRanges     int
+	maxRangeBytes int
+	coalesceGap   int64
+	multiRange    bool
+	userAgent     string
+
+	// Hub
+	endpoint string
+	token    *string
+	offline  *bool
+}
+
+func defaultConfig() config {
+	return config{
+		client:        http.DefaultClient,
+		prefetch:      DefaultPrefetch,
+		maxAttempts:   DefaultMaxAttempts,
+		retryBudget:   DefaultRetryBudget,
+		backoff:       DefaultBackoff,
+		maxBackoff:    DefaultMaxBackoff,
+		maxRetryAfter: DefaultMaxRetryAfter,
+		stallTimeout:  DefaultStallTimeout,
+		concurrency:   DefaultConcurrency,
+		maxRanges:     DefaultMaxRanges,
+		maxRangeBytes: DefaultMaxRangeBytes,
+		multiRange:    true,
+		userAgent:     "gosafetensors-remote/1",
+	}
+}
+
+func buildConfig(opts []Option) (config, error) {
+	c := defaultConfig()
+	var errs []error
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.backoff > c.maxBackoff {
+		errs = append(errs, fmt.Errorf("remote: backoff %v exceeds the maximum backoff %v", c.backoff, c.maxBackoff))
+	}
+	return c, errors.Join(errs...)
+}
+
+// WithClient sets the HTTP client (default http.DefaultClient). Its
+// CheckRedirect is not used: redirects are followed by this package, which
+// keeps Range and drops Authorization when the host changes.
+func WithClient(c *http.Client) Option {
+	return func(o *config) error {
+		if c == nil {
+			return errors.New("remote: WithClient(nil)")
+		}
+		o.client = c
+		return nil
+	}
+}
+
+// WithPrefetch sets the length of the first request, which learns the size
+// of the object and is kept in memory (default [DefaultPrefetch]; 1 byte to
+// 64 MiB).
+func WithPrefetch(n int64) Option {
+	return func(o *config) error {
+		if n < 1 || n > maxPrefetch {
+			return fmt.Errorf("remote: prefetch %d out of range [1, %d]", n, maxPrefetch)
+		}
+		o.prefetch = n
+		return nil
+	}
+}
+
+// WithRetries sets how many attempts a request gets in all (1 = no retry)
+// and the total time they may take, backoff included.
+func WithRetries(attempts int, budget time.Duration) Option {
+	return func(o *config) error {
+		if attempts < 1 || attempts > 100 {
+			return fmt.Errorf("remote: attempts %d out of range [1, 100]", attempts)
+		}
+		if budget <= 0 {
+			return fmt.Errorf("remote: retry budget %v must be positive", budget)
+		}
+		o.maxAttempts, o.retryBudget = attempts, budget
+		return nil
+	}
+}
+
+// WithBackoff sets the first retry delay and its cap; delays double from
+// base up to max, with full jitter.
+func WithBackoff(base, max time.Duration) Option {
+	return func(o *config) error {
+		if base <= 0 || max < base {
+			return fmt.Errorf("remote: backoff base %v and max %v: need 0 < base <= max", base, max)
+		}
+		o.backoff, o.maxBackoff = base, max
+		return nil
+	}
+}
+
+// WithMaxRetryAfter caps how long a Retry-After header may make a request
+// wait (default [DefaultMaxRetryAfter]); a longer wait fails the request.
+func WithMaxRetryAfter(d time.Duration) Option {
+	return func(o *config) error {
+		if d < 0 {
+			return fmt.Errorf("remote: max Retry-After %v is negative", d)
+		}
+		o.maxRetryAfter = d
+		return nil
+	}
+}
+
+// WithRequestTimeout bounds each attempt, from sending the request to the
+// last body byte (default 0: no bound; the stall timeout still applies).
+func WithRequestTimeout(d time.Duration) Option {
+	return func(o *config) error {
+		if d < 0 {
+			return fmt.Errorf("remote: request timeout %v is negative", d)
+		}
+		o.reqTimeout = d
+		return nil
+	}
+}
+
+// WithStallTimeout fails an attempt when the server sends no response
+// headers or no body bytes for d (default [DefaultStallTimeout]).
+func WithStallTimeout(d time.Duration) Option {
+	return func(o *config) error {
+		if d <= 0 {
+			return fmt.Errorf("remote: stall timeout %v must be positive", d)
+		}
+		o.stallTimeout = d
+		return nil
+	}
+}
+
+// WithConcurrency bounds the requests in flight for one File, or for all the
+// files of one Hub (default [DefaultConcurrency]).
+func WithConcurrency(n int) Option {
+	return func(o *config) error {
+		if n < 1 || n > 1024 {
+			return fmt.Errorf("remote: concurrency %d out of range [1, 1024]", n)
+		}
+		o.concurrency = n
+		return nil
+	}
+}
+
+// WithMultiRange sets the limits of one multi-range request made by
+// [File.ReadRuns]: at most ranges ranges and a Range header of at most
+// headerBytes bytes. WithMultiRange(1, ...) disables multi-range requests.
+func WithMultiRange(ranges, headerBytes int) Option {
+	return func(o *config) error {
+		if ranges < 1 || ranges > 10000 {
+			return fmt.Errorf("remote: ranges per request %d out of range [1, 10000]", ranges)
+		}
+		if headerBytes < 64 || headerBytes > 64<<10 {
+			return fmt.Errorf("remote: Range header limit %d out of range [64, 65536]", headerBytes)
+		}
+		o.maxRanges, o.maxRangeBytes = ranges, headerBytes
+		o.multiRange = ranges > 1
+		return nil
+	}
+}
+
+// WithCoalesceGap makes [File.ReadRuns] read two runs with one range when at
+// most gap bytes separate them (default 0: only touching runs are merged).
+// Bytes in gaps are transferred and thrown away.
+func WithCoalesceGap(gap int64) Option {
+	return func(o *config) error {
+		if gap < 0 || gap > 64<<20 {
+			return fmt.Errorf("remote: coalesce gap %d out of range [0, 64 MiB]", gap)
+		}
+		o.coalesceGap = gap
+		return nil
+	}
+}
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option {
+	return func(o *config) error {
+		if ua == "" || strings.ContainsAny(ua, "\r\n") {
+			return fmt.Errorf("remote: invalid User-Agent %q", ua)
+		}
+		o.userAgent = ua
+		return nil
+	}
+}
+
+// WithToken sets the bearer token sent as Authorization, only to the host of
+// the URL given to [Open] (or the Hub endpoint), never after a redirect to
+// another host. For a Hub it overrides HF_TOKEN and the token file; "" sends
+// no token.
+func WithToken(token string) Option {
+	return func(o *config) error {
+		if strings.ContainsAny(token, "\r\n") {
+			return errors.New("remote: token contains a line break")
+		}
+		o.token = &token
+		return nil
+	}
+}
+
+// WithEndpoint sets the Hub endpoint (default HF_ENDPOINT, else
+// https://huggingface.co). Only used by [NewHub].
+func WithEndpoint(endpoint string) Option {
+	return func(o *config) error {
+		u, err := url.Parse(endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("remote: invalid Hub endpoint %q: want http(s)://host[/path]", endpoint)
+		}
+		o.endpoint = strings.TrimSuffix(u.String(), "/")
+		return nil
+	}
+}
+
+// WithOffline forbids (or allows) network access to the Hub, overriding
+// HF_HUB_OFFLINE. Only used by [NewHub].
+func WithOffline(offline bool) Option {
+	return func(o *config) error {
+		o.offline = &offline
+		return nil
+	}
+}

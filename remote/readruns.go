@@ -1,0 +1,281 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gosafetensors/safetensors/remote/internal/runs"
+)
+
+// errNoMulti tells ReadRuns to read a batch with single ranges: the server
+// answered a multi-range request with a 200 (never used as data).
+var errNoMulti = errors.New("server does not support multi-range requests")
+
+// ReadRuns reads len(bufs[i]) bytes at offs[i] into bufs[i] for every i,
+// with the context given to Open. Runs must be sorted and disjoint.
+func (f *File) ReadRuns(bufs [][]byte, offs []int64) error {
+	return f.ReadRunsContext(f.ctx, bufs, offs)
+}
+
+// ReadRunsContext is ReadRuns with its own context. Runs closer than the
+// coalesce gap share a range ([WithCoalesceGap]); ranges are requested many
+// at a time with multi-range requests (multipart/byteranges), each part of
+// the answer checked against the ranges asked for. A server that answers a
+// multi-range request with a 200 or with a single range is read with
+// parallel single-range requests instead, and remembered as such.
+func (f *File) ReadRunsContext(ctx context.Context, bufs [][]byte, offs []int64) error {
+	if f.closed.Load() {
+		return &Error{Name: f.name, Op: "read runs", Off: -1, Len: -1, Err: ErrClosed}
+	}
+	pieces, err := runs.Check(bufs, offs, f.size)
+	if err != nil {
+		return &Error{Name: f.name, Op: "read runs", Off: -1, Len: -1, Err: err}
+	}
+	// Serve what the first request already fetched.
+	rest := pieces[:0]
+	for _, p := range pieces {
+		if p.Off < int64(len(f.prefix)) {
+			n := copy(p.Buf, f.prefix[p.Off:])
+			p = runs.Piece{Buf: p.Buf[n:], Off: p.Off + int64(n)}
+			if len(p.Buf) == 0 {
+				continue
+			}
+		}
+		rest = append(rest, p)
+	}
+	spans := runs.Plan(rest, f.conn.cfg.coalesceGap, 0)
+	if len(spans) == 0 {
+		return nil
+	}
+	if len(spans) == 1 || !f.conn.cfg.multiRange || f.conn.noMulti.Load() {
+		return f.readSpans(ctx, spans)
+	}
+	batches := f.batches(spans)
+	var (
+		mu       sync.Mutex
+		leftover []runs.Span
+	)
+	err = runs.Parallel(len(batches), f.conn.cfg.concurrency, func(i int) error {
+		left, err := f.readBatch(ctx, batches[i])
+		if len(left) > 0 {
+			mu.Lock()
+			leftover = append(leftover, left...)
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return f.readSpans(ctx, leftover)
+}
+
+// readSpans reads spans with one single-range request each, in parallel.
+func (f *File) readSpans(ctx context.Context, spans []runs.Span) error {
+	return runs.Parallel(len(spans), f.conn.cfg.concurrency, func(i int) error {
+		s := spans[i]
+		if len(s.Pieces) == 1 {
+			return f.fetch(ctx, s.Pieces[0].Buf, s.Off)
+		}
+		return f.fetchSpan(ctx, s)
+	})
+}
+
+// fetchSpan reads one span with one range request.
+func (f *File) fetchSpan(ctx context.Context, s runs.Span) error {
+	rng := fmt.Sprintf("bytes=%d-%d", s.Off, s.End-1)
+	r := &request{f: f, op: "read", off: s.Off, n: s.Len(), rng: rng}
+	r.consume = func(resp *http.Response, body io.Reader) error {
+		if err := f.checkRangeStatus(resp, rng); err != nil {
+			return err
+		}
+		if err := f.checkPartRange(resp.Header.Get("Content-Range"), s); err != nil {
+			return err
+		}
+		if resp.ContentLength >= 0 && resp.ContentLength != s.Len() {
+			return protocolf("Content-Length %d for a %d-byte range", resp.ContentLength, s.Len())
+		}
+		return fillExact(body, s)
+	}
+	return f.conn.do(ctx, r)
+}
+
+// checkPartRange requires Content-Range to be exactly span s of this object.
+func (f *File) checkPartRange(h string, s runs.Span) error {
+	cr, err := parseContentRange(h)
+	if err != nil {
+		return protocolf("%v", err)
+	}
+	if cr.size != f.size {
+		return changedf("%s: size was %d, now %d", f.name, f.size, cr.size)
+	}
+	if cr.first != s.Off || cr.last != s.End-1 {
+		return protocolf("asked for bytes %d-%d, got Content-Range %s", s.Off, s.End-1, cr)
+	}
+	return nil
+}
+
+// fillExact fills s from r and requires r to end right after it.
+func fillExact(r io.Reader, s runs.Span) error {
+	if err := runs.Fill(r, s); err != nil {
+		return err
+	}
+	var one [1]byte
+	if m, _ := r.Read(one[:]); m > 0 {
+		return protocolf("body longer than the %d-byte range %d-%d", s.Len(), s.Off, s.End-1)
+	}
+	return nil
+}
+
+// batches groups spans into multi-range requests bounded in ranges and in
+// Range header length.
+func (f *File) batches(spans []runs.Span) [][]runs.Span {
+	var out [][]runs.Span
+	start, hdr := 0, len("bytes=")
+	for i, s := range spans {
+		n := len(strconv.FormatInt(s.Off, 10)) + len(strconv.FormatInt(s.End-1, 10)) + 2
+		if i > start && (i-start >= f.conn.cfg.maxRanges || hdr+n > f.conn.cfg.maxRangeBytes) {
+			out = append(out, spans[start:i])
+			start, hdr = i, len("bytes=")
+		}
+		hdr += n
+	}
+	return append(out, spans[start:])
+}
+
+func rangeHeader(spans []runs.Span) string {
+	var b strings.Builder
+	b.WriteString("bytes=")
+	for i, s := range spans {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d-%d", s.Off, s.End-1)
+	}
+	return b.String()
+}
+
+// readBatch reads spans with one multi-range request and returns the spans
+// the answer did not cover (all of them when the server refused).
+func (f *File) readBatch(ctx context.Context, spans []runs.Span) ([]runs.Span, error) {
+	if len(spans) == 1 || f.conn.noMulti.Load() {
+		return spans, nil
+	}
+	rng := rangeHeader(spans)
+	var left []runs.Span
+	r := &request{f: f, op: "read runs", off: spans[0].Off, n: spans[len(spans)-1].End - spans[0].Off, rng: rng}
+	r.consume = func(resp *http.Response, body io.Reader) error {
+		left = nil
+		switch resp.StatusCode {
+		case http.StatusPartialContent:
+		case http.StatusOK:
+			// The whole object: never read as data. Close it and fall back.
+			f.conn.noMulti.Store(true)
+			return permanent{errNoMulti}
+		default:
+			return f.checkRangeStatus(resp, rng)
+		}
+		if err := checkEncoding(resp); err != nil {
+			return err
+		}
+		boundary, ok := isMultipart(resp)
+		if !ok {
+			return f.singleAnswer(resp, body, spans, &left)
+		}
+		seen := make([]bool, len(spans))
+		mr := multipart.NewReader(body, boundary)
+		for {
+			part, err := mr.NextRawPart()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("multipart/byteranges: %w", err)
+			}
+			i, err := f.matchPart(part.Header.Get("Content-Range"), spans, seen)
+			if err != nil {
+				return err
+			}
+			if err := fillExact(part, spans[i]); err != nil {
+				return fmt.Errorf("part %d-%d: %w", spans[i].Off, spans[i].End-1, err)
+			}
+			seen[i] = true
+		}
+		for i, ok := range seen {
+			if !ok {
+				return fmt.Errorf("multipart/byteranges ended without bytes %d-%d: %w", spans[i].Off, spans[i].End-1, io.ErrUnexpectedEOF)
+			}
+		}
+		return nil
+	}
+	err := f.conn.do(ctx, r)
+	if errors.Is(err, errNoMulti) {
+		return spans, nil
+	}
+	return left, err
+}
+
+// matchPart finds the span a part's Content-Range names exactly, once.
+func (f *File) matchPart(h string, spans []runs.Span, seen []bool) (int, error) {
+	cr, err := parseContentRange(h)
+	if err != nil {
+		return 0, protocolf("multipart part: %v", err)
+	}
+	if cr.size != f.size {
+		return 0, changedf("%s: size was %d, part says %d", f.name, f.size, cr.size)
+	}
+	for i, s := range spans {
+		if cr.first == s.Off && cr.last == s.End-1 {
+			if seen[i] {
+				return 0, protocolf("multipart part %s sent twice", cr)
+			}
+			return i, nil
+		}
+	}
+	return 0, protocolf("multipart part %s matches no range asked for", cr)
+}
+
+// singleAnswer handles a 206 with one range to a multi-range request: the
+// server coalesced the ranges or served only some. Its bytes are used for
+// the spans wholly inside its Content-Range when that range lies within the
+// batch and is not much longer than those spans; the rest is left over.
+func (f *File) singleAnswer(resp *http.Response, body io.Reader, spans []runs.Span, left *[]runs.Span) error {
+	f.conn.noMulti.Store(true)
+	cr, err := parseContentRange(resp.Header.Get("Content-Range"))
+	if err != nil {
+		return protocolf("%v", err)
+	}
+	if cr.size != f.size {
+		return changedf("%s: size was %d, now %d", f.name, f.size, cr.size)
+	}
+	if cr.first < spans[0].Off || cr.last >= spans[len(spans)-1].End {
+		return protocolf("multi-range request for bytes %d-%d answered with %s", spans[0].Off, spans[len(spans)-1].End-1, cr)
+	}
+	var inside []runs.Piece
+	var want int64
+	for _, s := range spans {
+		if s.Off >= cr.first && s.End-1 <= cr.last {
+			inside = append(inside, s.Pieces...)
+			want += s.Len()
+		} else {
+			*left = append(*left, s)
+		}
+	}
+	n := cr.last - cr.first + 1
+	if len(inside) == 0 || n > 2*want+64<<10 {
+		*left = spans
+		return nil // not worth reading: close it
+	}
+	if resp.ContentLength >= 0 && resp.ContentLength != n {
+		return protocolf("Content-Length %d for %s", resp.ContentLength, cr)
+	}
+	all := runs.Span{Off: cr.first, End: cr.last + 1, Pieces: inside}
+	return fillExact(body, all)
+}
