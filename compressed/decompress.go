@@ -1,0 +1,105 @@
+package compressed
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// Decompress writes the original file held by the compressed src (size
+// bytes) to dst. Seekable files are decompressed frame by frame on
+// [WithConcurrency] goroutines with a bounded window; plain zstd and LZ4
+// streams (no seek table) are decompressed as streams, their window capped
+// by [WithMaxFrameSize]. Every frame's size and checksum is checked.
+func Decompress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Result, error) {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := decompress(dst, src, size, c)
+	return res, withFile(err, c.name)
+}
+
+func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, error) {
+	f, err := Detect(src, size)
+	if err != nil {
+		return nil, err
+	}
+	switch f {
+	case ZstdStream:
+		zr, err := zstd.NewReader(io.NewSectionReader(src, 0, size),
+			zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(max(c.maxFrame, zstd.MinWindowSize))))
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		return copyStream(dst, zr, f, size, c)
+	case LZ4Stream:
+		return copyStream(dst, lz4.NewReader(io.NewSectionReader(src, 0, size)), f, size, c)
+	}
+	ra, err := newReaderAt(src, size, c)
+	if err != nil {
+		return nil, err
+	}
+	defer ra.Close()
+	var done int64
+	if len(ra.prefix) > 0 {
+		if _, err := dst.Write(ra.prefix); err != nil {
+			return nil, err
+		}
+		done = int64(len(ra.prefix))
+	}
+	err = ordered(len(ra.frames), c.concurrency, func(i int) ([]byte, error) {
+		buf := make([]byte, ra.frames[i].ulen) // capped by the max frame size
+		if err := ra.decodeFrame(i, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}, func(i int, b []byte) error {
+		if _, err := dst.Write(b); err != nil {
+			return err
+		}
+		done += int64(len(b))
+		if c.progress != nil {
+			c.progress(done, ra.size)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Format: f, Size: ra.size, Compressed: size, Frames: len(ra.frames), HeaderLength: int64(len(ra.prefix))}, nil
+}
+
+// copyStream decompresses a plain stream; errors in the data become
+// ErrCorrupt (or ErrChecksum), write errors stay as they are.
+func copyStream(dst io.Writer, r io.Reader, f Format, size int64, c config) (*Result, error) {
+	var done int64
+	buf := make([]byte, 1<<20)
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return nil, err
+			}
+			done += int64(n)
+			if c.progress != nil {
+				c.progress(done, -1)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			var sentinel error = ErrCorrupt
+			if errors.Is(rerr, zstd.ErrCRCMismatch) || errors.Is(rerr, lz4.ErrInvalidFrameChecksum) || errors.Is(rerr, lz4.ErrInvalidBlockChecksum) {
+				sentinel = ErrChecksum
+			}
+			return nil, &Error{Frame: -1, Offset: -1, Msg: fmt.Sprintf("%s after %d decompressed bytes", f, done), Err: sentinel, Cause: rerr}
+		}
+	}
+	return &Result{Format: f, Size: done, Compressed: size}, nil
+}

@@ -1,0 +1,76 @@
+package compressed
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/gosafetensors/safetensors/internal/atomicfile"
+)
+
+// CompressFile compresses the safetensors file in to out (see [Compress]).
+// The output is written atomically: a temporary file in out's directory,
+// synced, then renamed; nothing is left behind on error, and in is never
+// changed (out may not be in itself).
+func CompressFile(in, out string, opts ...Option) (*Result, error) {
+	return convertFile(in, out, opts, func(dst *atomicfile.File, src *os.File, size int64, opts []Option) (*Result, error) {
+		return Compress(dst, src, size, opts...)
+	})
+}
+
+// DecompressFile restores the original file from the compressed file in
+// (see [Decompress]), writing out atomically like [CompressFile].
+func DecompressFile(in, out string, opts ...Option) (*Result, error) {
+	return convertFile(in, out, opts, func(dst *atomicfile.File, src *os.File, size int64, opts []Option) (*Result, error) {
+		return Decompress(dst, src, size, opts...)
+	})
+}
+
+func convertFile(in, out string, opts []Option, run func(*atomicfile.File, *os.File, int64, []Option) (*Result, error)) (*Result, error) {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	src, err := os.Open(in)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	st, err := src.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("compressed: %s is not a regular file", in)
+	}
+	if ost, err := os.Stat(out); err == nil {
+		if os.SameFile(st, ost) {
+			return nil, fmt.Errorf("compressed: %s: %w: output is the input file", out, ErrInvalidOption)
+		}
+		if !c.overwrite {
+			return nil, fmt.Errorf("compressed: %s: %w", out, ErrExists)
+		}
+		if ost.IsDir() {
+			return nil, fmt.Errorf("compressed: %s is a directory", out)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	dst, err := atomicfile.Create(out)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Abort()
+	res, err := run(dst, src, st.Size(), append([]Option{WithName(in)}, opts...))
+	if err != nil {
+		return nil, err
+	}
+	if err := dst.Commit(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+var _ io.WriterAt = (*atomicfile.File)(nil)

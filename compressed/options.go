@@ -1,0 +1,157 @@
+package compressed
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Codec names a compressed container format for [Compress].
+type Codec string
+
+// Codecs accepted by [WithCodec].
+const (
+	Zstd    Codec = "zstd"    // seekable zstd; `zstd -d` restores the file
+	LZ4     Codec = "lz4"     // LZ4 frames + seek table; `lz4 -d` restores the file
+	Grouped Codec = "grouped" // byte-grouped planes, Huffman-coded; a safetensors file
+)
+
+// Size limits.
+const (
+	DefaultFrameSize    = 1 << 20  // uncompressed bytes per frame or chunk written
+	MinFrameSize        = 4 << 10  // smallest frame size accepted by WithFrameSize
+	MaxFrameSize        = 64 << 20 // largest frame size accepted by WithFrameSize
+	DefaultMaxFrameSize = 64 << 20 // largest frame a reader decompresses by default
+	DefaultCacheFrames  = 8        // decompressed frames a ReaderAt keeps
+)
+
+type config struct {
+	codec       Codec
+	level       int
+	frameSize   int64
+	concurrency int
+	progress    func(done, total int64)
+	name        string
+	maxFrame    int64
+	cacheFrames int
+	overwrite   bool
+}
+
+// Option configures [Compress], [Decompress], [NewReaderAt] and the file
+// functions. Options that do not apply to a function are ignored by it.
+type Option func(*config) error
+
+func buildConfig(opts []Option) (config, error) {
+	c := config{
+		codec:       Zstd,
+		level:       2,
+		frameSize:   DefaultFrameSize,
+		concurrency: runtime.GOMAXPROCS(0),
+		maxFrame:    DefaultMaxFrameSize,
+		cacheFrames: DefaultCacheFrames,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func optErr(format string, args ...any) error {
+	return fmt.Errorf("compressed: %w: "+format, append([]any{ErrInvalidOption}, args...)...)
+}
+
+// WithCodec selects the container [Compress] writes (default [Zstd]).
+func WithCodec(c Codec) Option {
+	return func(o *config) error {
+		switch c {
+		case Zstd, LZ4, Grouped:
+			o.codec = c
+			return nil
+		}
+		return optErr("unknown codec %q (want zstd, lz4 or grouped)", string(c))
+	}
+}
+
+// WithLevel sets the compression level, 1 to 4: klauspost/compress's
+// fastest, default (2, the default here, comparable to `zstd -3`), better
+// and best. For lz4, levels above 2 use the high-compression mode. The
+// grouped codec uses it for the chunks it compresses with zstd.
+func WithLevel(level int) Option {
+	return func(o *config) error {
+		if level < 1 || level > 4 {
+			return optErr("level %d out of range 1..4", level)
+		}
+		o.level = level
+		return nil
+	}
+}
+
+// WithFrameSize bounds the uncompressed bytes per frame or chunk
+// (default [DefaultFrameSize]); it is the unit of random access.
+func WithFrameSize(n int64) Option {
+	return func(o *config) error {
+		if n < MinFrameSize || n > MaxFrameSize {
+			return optErr("frame size %d out of range %d..%d", n, MinFrameSize, MaxFrameSize)
+		}
+		o.frameSize = n
+		return nil
+	}
+}
+
+// WithConcurrency sets how many frames are compressed or decompressed at
+// once (default GOMAXPROCS).
+func WithConcurrency(n int) Option {
+	return func(o *config) error {
+		if n < 1 || n > 1024 {
+			return optErr("concurrency %d out of range 1..1024", n)
+		}
+		o.concurrency = n
+		return nil
+	}
+}
+
+// WithProgress calls f with the uncompressed bytes processed so far and the
+// total, from one goroutine at a time.
+func WithProgress(f func(done, total int64)) Option {
+	return func(o *config) error { o.progress = f; return nil }
+}
+
+// WithName sets the file name that errors start with.
+func WithName(name string) Option {
+	return func(o *config) error { o.name = name; return nil }
+}
+
+// WithMaxFrameSize caps the decompressed size a reader accepts for one frame
+// or chunk (default [DefaultMaxFrameSize]): a frame claiming more is refused
+// before anything is allocated.
+func WithMaxFrameSize(n int64) Option {
+	return func(o *config) error {
+		if n < 1 || n > 1<<32-1 {
+			return optErr("max frame size %d out of range 1..%d", n, int64(1<<32-1))
+		}
+		o.maxFrame = n
+		return nil
+	}
+}
+
+// WithCacheFrames sets how many decompressed frames a [ReaderAt] keeps for
+// reads that touch them again (default [DefaultCacheFrames]; 0 disables).
+func WithCacheFrames(n int) Option {
+	return func(o *config) error {
+		if n < 0 || n > 4096 {
+			return optErr("cache frames %d out of range 0..4096", n)
+		}
+		o.cacheFrames = n
+		return nil
+	}
+}
+
+// WithOverwrite lets [CompressFile] and [DecompressFile] replace an existing
+// output file (default: refuse with [ErrExists]).
+func WithOverwrite(ok bool) Option {
+	return func(o *config) error { o.overwrite = ok; return nil }
+}

@@ -1,0 +1,78 @@
+package compressed
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// splitPlanes writes byte j of every w-byte little-endian element of src
+// into planes[j], after rotating each element left by one bit when rot is
+// set: that moves the sign bit to the bottom and the whole exponent of a
+// BF16, F32 or F64 value into the top byte, where it compresses alone.
+func splitPlanes(planes [][]byte, src []byte, w int, rot bool) {
+	n := len(src) / w
+	switch {
+	case w == 2 && rot:
+		p0, p1 := planes[0][:n], planes[1][:n]
+		for i := range n {
+			v := bits.RotateLeft16(binary.LittleEndian.Uint16(src[2*i:]), 1)
+			p0[i], p1[i] = byte(v), byte(v>>8)
+		}
+	case w == 4 && rot:
+		p0, p1, p2, p3 := planes[0][:n], planes[1][:n], planes[2][:n], planes[3][:n]
+		for i := range n {
+			v := bits.RotateLeft32(binary.LittleEndian.Uint32(src[4*i:]), 1)
+			p0[i], p1[i], p2[i], p3[i] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		}
+	case w == 8 && rot:
+		for i := range n {
+			v := bits.RotateLeft64(binary.LittleEndian.Uint64(src[8*i:]), 1)
+			for j := range 8 {
+				planes[j][i] = byte(v >> (8 * j))
+			}
+		}
+	default:
+		for i := range n {
+			e := src[i*w : i*w+w]
+			for j := range w {
+				planes[j][i] = e[j]
+			}
+		}
+	}
+}
+
+// joinPlanes is the inverse of splitPlanes.
+func joinPlanes(dst []byte, planes [][]byte, w int, rot bool) {
+	n := len(dst) / w
+	switch {
+	case w == 2 && rot:
+		p0, p1 := planes[0][:n], planes[1][:n]
+		d := dst[:2*n]
+		for i := range n {
+			v := uint16(p0[i]) | uint16(p1[i])<<8
+			binary.LittleEndian.PutUint16(d[2*i:], bits.RotateLeft16(v, -1))
+		}
+	case w == 4 && rot:
+		p0, p1, p2, p3 := planes[0][:n], planes[1][:n], planes[2][:n], planes[3][:n]
+		d := dst[:4*n]
+		for i := range n {
+			v := uint32(p0[i]) | uint32(p1[i])<<8 | uint32(p2[i])<<16 | uint32(p3[i])<<24
+			binary.LittleEndian.PutUint32(d[4*i:], bits.RotateLeft32(v, -1))
+		}
+	case w == 8 && rot:
+		for i := range n {
+			var v uint64
+			for j := range 8 {
+				v |= uint64(planes[j][i]) << (8 * j)
+			}
+			binary.LittleEndian.PutUint64(dst[8*i:], bits.RotateLeft64(v, -1))
+		}
+	default:
+		for i := range n {
+			e := dst[i*w : i*w+w]
+			for j := range w {
+				e[j] = planes[j][i]
+			}
+		}
+	}
+}

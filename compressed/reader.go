@@ -1,0 +1,337 @@
+package compressed
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// ReaderAt presents a compressed safetensors file as the original,
+// uncompressed bytes: ReadAt decompresses only the frames (or chunks) that
+// overlap the range asked for, keeping a few recently used ones. It is safe
+// for concurrent use.
+type ReaderAt struct {
+	src    io.ReaderAt
+	name   string
+	format Format
+	size   int64  // uncompressed size
+	prefix []byte // bytes [0, len(prefix)) served from memory (grouped header)
+	frames []frame
+	decode func(dst, comp []byte, f *frame) error
+	zdec   *zstd.Decoder
+	conc   int
+	closer io.Closer
+
+	mu    sync.Mutex
+	cache []cached // most recently used last
+	limit int
+
+	framesDecoded atomic.Int64
+	bytesDecoded  atomic.Int64
+	cacheHits     atomic.Int64
+}
+
+type cached struct {
+	i    int
+	data []byte
+}
+
+// Stats counts the work a ReaderAt has done.
+type Stats struct {
+	FramesDecoded int64 // frames or chunks decompressed
+	BytesDecoded  int64 // bytes they decompressed to
+	CacheHits     int64 // frames served from the cache
+}
+
+// NewReaderAt detects the compressed format of r (size bytes), reads its
+// seek table or chunk index, and returns a ReaderAt over the original file.
+// A file that is not compressed is an error wrapping [ErrNotCompressed]; a
+// zstd or LZ4 stream without a seek table wraps [ErrNotSeekable] (use
+// [Decompress] for those). Options: [WithName], [WithMaxFrameSize],
+// [WithCacheFrames], [WithConcurrency].
+func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*ReaderAt, error) {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	ra, err := newReaderAt(r, size, c)
+	return ra, withFile(err, c.name)
+}
+
+func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
+	f, err := Detect(r, size)
+	if err != nil {
+		return nil, err
+	}
+	ra := &ReaderAt{src: r, name: c.name, format: f, limit: c.cacheFrames, conc: c.concurrency}
+	switch f {
+	case None:
+		return nil, newErr(ErrNotCompressed, -1, -1, "not a compressed file (no zstd or lz4 seek table, no grouped container)")
+	case ZstdStream, LZ4Stream:
+		return nil, newErr(ErrNotSeekable, -1, -1, "%s: a plain stream without a seek table allows no random access; decompress it first (safetensors decompress), or recompress it with safetensors compress", f)
+	case ZstdSeekable, LZ4Seekable:
+		frames, usize, err := readSeekTable(r, size, c.maxFrame)
+		if err != nil {
+			return nil, err
+		}
+		ra.frames, ra.size = frames, usize
+		if f == ZstdSeekable {
+			if ra.zdec, err = newZstdDecoder(c.maxFrame, c.concurrency); err != nil {
+				return nil, err
+			}
+			ra.decode = func(dst, comp []byte, fr *frame) error {
+				return decodeZstdFrame(ra.zdec, dst, comp, fr.sum, fr.hasSum)
+			}
+		} else {
+			ra.decode = func(dst, comp []byte, fr *frame) error {
+				return decodeLZ4Frame(dst, comp, fr.sum, fr.hasSum)
+			}
+		}
+	case GroupedFormat:
+		g, err := readGroupedIndex(r, size, c.maxFrame)
+		if err != nil {
+			return nil, err
+		}
+		ra.frames, ra.size, ra.prefix = g.frames, g.size, g.prefix
+		if ra.zdec, err = newZstdDecoder(c.maxFrame, c.concurrency); err != nil {
+			return nil, err
+		}
+		ra.decode = func(dst, comp []byte, _ *frame) error { return decodeChunk(dst, comp, ra.zdec) }
+	}
+	return ra, nil
+}
+
+// Open opens a compressed file for random access. Close the ReaderAt to
+// close the file.
+func Open(path string, opts ...Option) (*ReaderAt, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	ra, err := NewReaderAt(f, st.Size(), append([]Option{WithName(path)}, opts...)...)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	ra.closer = f
+	return ra, nil
+}
+
+// Size returns the size of the original, uncompressed file.
+func (r *ReaderAt) Size() int64 { return r.size }
+
+// Format returns the container format.
+func (r *ReaderAt) Format() Format { return r.format }
+
+// Frames returns the number of frames or chunks.
+func (r *ReaderAt) Frames() int { return len(r.frames) }
+
+// Stats returns the work done so far.
+func (r *ReaderAt) Stats() Stats {
+	return Stats{FramesDecoded: r.framesDecoded.Load(), BytesDecoded: r.bytesDecoded.Load(), CacheHits: r.cacheHits.Load()}
+}
+
+// Close releases the decoder and the file opened by [Open] (a ReaderAt
+// from [NewReaderAt] leaves its io.ReaderAt to the caller).
+func (r *ReaderAt) Close() error {
+	if r.zdec != nil {
+		r.zdec.Close()
+	}
+	r.mu.Lock()
+	r.cache = nil
+	r.mu.Unlock()
+	if r.closer != nil {
+		return r.closer.Close()
+	}
+	return nil
+}
+
+// ReadAt reads len(p) bytes of the original file at off, decompressing the
+// frames that hold them (several at once when a read spans many). Like any
+// io.ReaderAt it returns io.EOF when fewer bytes remain.
+func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("compressed: negative offset %d", off)
+	}
+	if off >= r.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	want := p
+	if int64(len(p)) > r.size-off {
+		want = p[:r.size-off]
+	}
+	n := 0
+	if off < int64(len(r.prefix)) {
+		n = copy(want, r.prefix[off:])
+	}
+	if n < len(want) {
+		if err := r.readFrames(want[n:], off+int64(n)); err != nil {
+			return 0, withFile(err, r.name)
+		}
+	}
+	if len(want) < len(p) {
+		return len(want), io.EOF
+	}
+	return len(p), nil
+}
+
+// readFrames fills p from the frames covering [off, off+len(p)): cached
+// frames are copied, frames wholly inside p are decoded straight into it,
+// the partial ones at the ends are decoded into the cache.
+func (r *ReaderAt) readFrames(p []byte, off int64) error {
+	end := off + int64(len(p))
+	first := sort.Search(len(r.frames), func(i int) bool { return r.frames[i].uoff+r.frames[i].ulen > off })
+	type job struct {
+		i   int
+		dst []byte // where it goes in p when the frame is wholly inside
+	}
+	var jobs []job
+	for i := first; i < len(r.frames) && r.frames[i].uoff < end; i++ {
+		f := &r.frames[i]
+		if f.ulen == 0 {
+			continue
+		}
+		if data := r.cached(i); data != nil {
+			copyFrame(p, off, f, data)
+			continue
+		}
+		if f.uoff >= off && f.uoff+f.ulen <= end {
+			jobs = append(jobs, job{i, p[f.uoff-off : f.uoff-off+f.ulen]})
+		} else {
+			jobs = append(jobs, job{i, nil})
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	run := func(j job) error {
+		f := &r.frames[j.i]
+		dst := j.dst
+		if dst == nil {
+			dst = make([]byte, f.ulen) // f.ulen is capped by the max frame size
+		}
+		if err := r.decodeFrame(j.i, dst); err != nil {
+			return err
+		}
+		if j.dst == nil {
+			copyFrame(p, off, f, dst)
+			r.store(j.i, dst)
+		}
+		return nil
+	}
+	if len(jobs) == 1 || r.conc <= 1 {
+		for _, j := range jobs {
+			if err := run(j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Several frames: decode them on up to conc goroutines.
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	workers := min(r.conc, len(jobs), runtime.GOMAXPROCS(0))
+	for range workers {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(jobs) {
+					return
+				}
+				if err := run(jobs[k]); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					next.Store(int64(len(jobs)))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// decodeFrame reads frame i's compressed bytes and decodes them into dst.
+func (r *ReaderAt) decodeFrame(i int, dst []byte) error {
+	f := &r.frames[i]
+	comp := make([]byte, f.clen) // within the file: its size was checked
+	if err := readFull(r.src, comp, f.coff); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return &Error{Frame: i, Offset: f.coff, Msg: "compressed file is shorter than its seek table says", Err: ErrCorrupt, Cause: err}
+		}
+		return fmt.Errorf("reading frame %d at byte %d: %w", i, f.coff, err)
+	}
+	if err := r.decode(dst, comp, f); err != nil {
+		var sentinel error = ErrCorrupt
+		for _, s := range []error{ErrChecksum, ErrLimit} {
+			if errors.Is(err, s) {
+				sentinel = s
+			}
+		}
+		return &Error{Frame: i, Offset: f.coff, Msg: fmt.Sprintf("decompressing bytes %d-%d of the original", f.uoff, f.uoff+f.ulen), Err: sentinel, Cause: err}
+	}
+	r.framesDecoded.Add(1)
+	r.bytesDecoded.Add(f.ulen)
+	return nil
+}
+
+func copyFrame(p []byte, off int64, f *frame, data []byte) {
+	lo := max(off, f.uoff)
+	hi := min(off+int64(len(p)), f.uoff+f.ulen)
+	copy(p[lo-off:hi-off], data[lo-f.uoff:hi-f.uoff])
+}
+
+func (r *ReaderAt) cached(i int) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := len(r.cache) - 1; k >= 0; k-- {
+		if r.cache[k].i == i {
+			c := r.cache[k]
+			copy(r.cache[k:], r.cache[k+1:])
+			r.cache[len(r.cache)-1] = c
+			r.cacheHits.Add(1)
+			return c.data
+		}
+	}
+	return nil
+}
+
+func (r *ReaderAt) store(i int, data []byte) {
+	if r.limit == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.cache {
+		if c.i == i {
+			return
+		}
+	}
+	if len(r.cache) >= r.limit {
+		copy(r.cache, r.cache[1:])
+		r.cache = r.cache[:len(r.cache)-1]
+	}
+	r.cache = append(r.cache, cached{i, data})
+}
