@@ -49,12 +49,6 @@ func newConn(cfg config) *conn {
 
 const maxRedirects = 10
 
-// hop is a response that redirected.
-type hop struct {
-	url    *url.URL
-	header http.Header
-}
-
 // request describes one logical GET: where it starts, its headers and how
 // its response is consumed. consume must read what it needs from body; it is
 // called once per attempt.
