@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -54,7 +55,7 @@ func NewIndex() *Index {
 }
 
 // Add records that shard holds the tensor described by info, adding its
-// bytes and elements to the totals. A tensor added twice, an unsafe shard
+// bytes (from its dtype and shape) and elements to the totals. A tensor added twice, an unsafe shard
 // name or totals that overflow are errors.
 func (x *Index) Add(shard string, info safetensors.TensorInfo) error {
 	if err := CheckShardName(shard); err != nil {
@@ -67,12 +68,13 @@ func (x *Index) Add(shard string, info safetensors.TensorInfo) error {
 		return tensorErr(ErrInvalidIndex, "", shard, info.Name, "already in shard %s", s)
 	}
 	params, ok := numel(info.Shape)
-	if !ok {
-		return tensorErr(ErrInvalidIndex, "", shard, info.Name, "element count of shape %v overflows", info.Shape)
+	bits := int64(info.DType.Bits())
+	if !ok || !info.DType.Valid() || params > maxSize/8 || params*bits%8 != 0 {
+		return tensorErr(ErrInvalidIndex, "", shard, info.Name, "%s of shape %v is not a valid tensor", info.DType, info.Shape)
 	}
-	size, sizeOK := addSize(max(x.TotalSize, 0), info.Size())
+	size, sizeOK := addSize(max(x.TotalSize, 0), params*bits/8)
 	total, paramsOK := addSize(max(x.TotalParameters, 0), params)
-	if info.Size() < 0 || !sizeOK || !paramsOK {
+	if !sizeOK || !paramsOK {
 		return tensorErr(ErrInvalidIndex, "", shard, info.Name, "model totals overflow")
 	}
 	x.WeightMap[info.Name] = shard
@@ -108,7 +110,8 @@ func (x *Index) Validate(name string) error {
 	}
 	for _, s := range x.Shards() {
 		if err := CheckShardName(s); err != nil {
-			return &IndexError{Index: name, Msg: "weight_map: " + err.Error(), Err: ErrUnsafeName}
+			msg := strings.TrimPrefix(err.Error(), ErrUnsafeName.Error()+": ")
+			return &IndexError{Index: name, Msg: "weight_map: " + msg, Err: ErrUnsafeName}
 		}
 	}
 	if x.TotalSize < -1 || x.TotalParameters < -1 {
@@ -121,7 +124,7 @@ func (x *Index) Validate(name string) error {
 type rawIndex struct {
 	Metadata  jsontext.Value            `json:"metadata"`
 	WeightMap jsontext.Value            `json:"weight_map"`
-	Extra     map[string]jsontext.Value `json:",unknown"`
+	Extra     map[string]jsontext.Value `json:",embed"`
 }
 
 // ParseIndex parses and validates index JSON; name (a path or URL) is used

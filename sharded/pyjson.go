@@ -44,11 +44,12 @@ func readPyNode(dec *jsontext.Decoder) (*pyNode, error) {
 			if err != nil {
 				return nil, err
 			}
+			key := k.String() // the token is voided by the next read
 			v, err := readPyNode(dec)
 			if err != nil {
 				return nil, err
 			}
-			n.keys = append(n.keys, k.String())
+			n.keys = append(n.keys, key)
 			n.vals = append(n.vals, v)
 		}
 		if _, err := dec.ReadToken(); err != nil {

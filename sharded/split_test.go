@@ -1,0 +1,276 @@
+package sharded
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gosafetensors/safetensors"
+)
+
+// The Hub's own test (huggingface_hub tests/test_serialization.py,
+// test_multiple_shards): sizes 6, 10, 30, 2, 2 with a limit of 10.
+func TestPlanShardsLikeTheHub(t *testing.T) {
+	sizes := map[string]int64{"layer_1": 6, "layer_2": 10, "layer_3": 30, "layer_4": 2, "layer_5": 2}
+	got := PlanShards([]string{"layer_1", "layer_2", "layer_3", "layer_4", "layer_5"}, func(n string) int64 { return sizes[n] }, 10)
+	want := [][]string{{"layer_1"}, {"layer_3"}, {"layer_2"}, {"layer_4", "layer_5"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := PlanShards(nil, nil, 10); len(got) != 1 || len(got[0]) != 0 {
+		t.Errorf("no tensors: %q", got)
+	}
+	if ShardName(1, 3) != "model-00002-of-00003.safetensors" || ShardName(0, 1) != SingleName {
+		t.Error(ShardName(1, 3), ShardName(0, 1))
+	}
+}
+
+// Every reference safetensors file in testdata/torch, split into small
+// shards and merged back, gives the file Layout writes for it: byte for
+// byte the original whenever the original is in the reference writer's
+// canonical form, and always the same tensors and metadata.
+func TestSplitMergeRoundTrip(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/torch/*.safetensors")
+	if len(files) < 10 {
+		t.Fatalf("only %d fixtures", len(files))
+	}
+	identical := 0
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			orig, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := Open(context.Background(), file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			out := t.TempDir()
+			limit := max(src.Shards()[0].Bytes/3, 1)
+			res, err := Split(context.Background(), src, out, WithMaxShardSize(limit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Open(context.Background(), out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if len(res.Files) > 1 && (m.Index() == nil || len(m.Warnings()) != 0) {
+				t.Errorf("split into %d files: index %v, warnings %q", len(res.Files), m.Index(), m.Warnings())
+			}
+			merged := filepath.Join(t.TempDir(), "merged.safetensors")
+			if _, err := Merge(context.Background(), m, merged); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(merged)
+			canon := canonical(t, src)
+			if !bytes.Equal(got, canon) {
+				t.Fatalf("merged file differs from the canonical encoding of %s", file)
+			}
+			if bytes.Equal(orig, canon) {
+				identical++
+			}
+		})
+	}
+	if identical < len(files)/2 {
+		t.Errorf("only %d of %d round trips were byte-identical to the original", identical, len(files))
+	}
+	t.Logf("%d of %d round trips byte-identical to the original file", identical, len(files))
+}
+
+// canonical is src written by the reference writer's rules, in memory.
+func canonical(t *testing.T, src safetensors.Source) []byte {
+	var tensors []safetensors.TensorData
+	for _, n := range src.Names() {
+		tn, err := src.Tensor(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := tn.Copy()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tensors = append(tensors, safetensors.TensorData{Name: n, DType: tn.DType, Shape: tn.Shape, Data: b})
+	}
+	meta := src.Meta()
+	if len(meta) == 0 {
+		meta = nil
+	}
+	b, err := safetensors.Marshal(tensors, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestSplitLargeTensorAlone(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.safetensors")
+	names := []string{"a", "big", "c", "d"}
+	if err := safetensors.WriteFile(in, tensorsOf(names, []int{40, 500, 30, 50}), map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	out := filepath.Join(dir, "out")
+	var last, total int64
+	res, err := Split(context.Background(), src, out, WithMaxShardSize(100), WithProgress(func(d, tt int64) { last, total = d, tt }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != 620 || total != 620 || res.Bytes != 620 {
+		t.Errorf("progress %d of %d, result %d bytes", last, total, res.Bytes)
+	}
+	// The Hub's order: big alone, met second, comes first; a+c fill the
+	// next; d would overflow it.
+	want := map[string]string{"big": "model-00001-of-00003.safetensors", "a": "model-00002-of-00003.safetensors", "c": "model-00002-of-00003.safetensors", "d": "model-00003-of-00003.safetensors"}
+	for n, s := range want {
+		if res.Index.WeightMap[n] != s {
+			t.Errorf("%s in %s, want %s", n, res.Index.WeightMap[n], s)
+		}
+	}
+	wantFiles := []string{"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors", IndexName}
+	if got := listDir(t, out); !slices.Equal(got, wantFiles) {
+		t.Errorf("files %q", got)
+	}
+	idx, err := ReadIndex(filepath.Join(out, IndexName))
+	if err != nil || idx.TotalSize != 620 || idx.TotalParameters != 620 {
+		t.Errorf("index %+v, %v", idx, err)
+	}
+	for _, f := range wantFiles[:3] {
+		sf, err := safetensors.Open(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sf.Metadata["format"] != "pt" {
+			t.Errorf("%s: metadata %v", f, sf.Metadata)
+		}
+		sf.Close()
+	}
+}
+
+func TestSplitOneShardWritesNoIndex(t *testing.T) {
+	src, err := Open(context.Background(), twoShardDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	out := t.TempDir()
+	res, err := Split(context.Background(), src, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Index != nil || !slices.Equal(listDir(t, out), []string{SingleName}) {
+		t.Errorf("index %v, files %q", res.Index, listDir(t, out))
+	}
+	// Again: the output exists now.
+	if _, err := Split(context.Background(), src, out); !errors.Is(err, ErrExists) {
+		t.Errorf("second split: %v", err)
+	}
+	if _, err := Split(context.Background(), src, out, WithOverwrite(true)); err != nil {
+		t.Errorf("overwrite: %v", err)
+	}
+	// Sharding now would leave model.safetensors to shadow the shards.
+	if _, err := Split(context.Background(), src, out, WithMaxShardSize(10), WithOverwrite(true)); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), SingleName) {
+		t.Errorf("stale single file: %v", err)
+	}
+	if !slices.Equal(listDir(t, out), []string{SingleName}) {
+		t.Errorf("files %q", listDir(t, out))
+	}
+}
+
+// A read error in the middle of a split leaves nothing: not the shards
+// already written, not their temporary files.
+func TestSplitAllOrNothing(t *testing.T) {
+	dir := twoShardDir(t)
+	idx, _ := ReadIndex(filepath.Join(dir, IndexName))
+	const bad = "model-00002-of-00002.safetensors"
+	st, _ := os.Stat(filepath.Join(dir, bad))
+	m, err := OpenIndex(context.Background(), idx, "idx", failingOpener(dir, bad, st.Size()-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	_, err = Split(context.Background(), m, out, WithMaxShardSize(9))
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("got %v", err)
+	}
+	if got := listDir(t, out); len(got) != 0 {
+		t.Errorf("left behind: %q", got)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	src, _ := Open(context.Background(), dir)
+	defer src.Close()
+	if _, err := Split(ctx, src, out, WithMaxShardSize(9)); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled: %v", err)
+	}
+	if got := listDir(t, out); len(got) != 0 {
+		t.Errorf("left behind: %q", got)
+	}
+}
+
+// verify notices an output that does not match its source.
+func TestVerifyCatchesTampering(t *testing.T) {
+	src, err := Open(context.Background(), twoShardDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	path := filepath.Join(t.TempDir(), "x.safetensors")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := &copier{ctx: context.Background(), src: src, opt: writeOptions{verify: true}}
+	h, err := c.writeFile(f, src.Names(), src.Meta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.verify(f, path, h); err != nil {
+		t.Fatalf("untouched file: %v", err)
+	}
+	if _, err := f.WriteAt([]byte{0xee}, h.DataOffset()+10); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.verify(f, path, h); !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), `"b.weight"`) {
+		t.Errorf("tampered file: %v", err)
+	}
+}
+
+func TestMergeRefusesExisting(t *testing.T) {
+	src, err := Open(context.Background(), twoShardDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	os.WriteFile(out, []byte("keep"), 0o644)
+	if _, err := Merge(context.Background(), src, out); !errors.Is(err, ErrExists) {
+		t.Errorf("got %v", err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "keep" {
+		t.Error("existing file changed")
+	}
+	if _, err := Merge(context.Background(), src, out, WithOverwrite(true), WithVerify(false)); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range []WriteOption{WithMaxShardSize(0), WithMaxShardSize(-5)} {
+		if _, err := Merge(context.Background(), src, out, bad); !errors.Is(err, ErrOption) {
+			t.Errorf("bad option: %v", err)
+		}
+	}
+}
