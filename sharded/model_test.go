@@ -329,4 +329,3 @@ func TestOpenDirChoices(t *testing.T) {
 	}
 	m.Close()
 }
-
