@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -16,9 +15,6 @@ const (
 	pidZip                   // ('storage', type, key, location, numel)
 	pidLegacy                // ('storage', type, key, location, numel, view_metadata)
 )
-
-// maxTextLine bounds protocol-0 text lines (GLOBAL names, INT, FLOAT, ...).
-const maxTextLine = 64 << 10
 
 // vm is the inert pickle machine. One vm decodes one pickle stream; several
 // vms may share the storages table (the five pickles of a legacy file).
@@ -152,7 +148,8 @@ func (m *vm) utf8Of(n uint64, off int64) (string, error) {
 }
 
 func (m *vm) line(off int64) ([]byte, error) {
-	return m.src.readLine(maxTextLine)
+	// CPython reads lines of any length; MaxStringBytes bounds the memory
+	return m.src.readLine(m.lim.MaxStringBytes)
 }
 
 // run decodes one pickle, up to and including its STOP, and returns the value.
@@ -242,20 +239,9 @@ func (m *vm) step(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		switch string(l) {
-		case "00":
-			return m.push(false)
-		case "01":
-			return m.push(true)
-		}
-		v, ok := parseIntText(string(l), 3*m.lim.MaxLongBytes, false)
+		v, ok := parseIntOp(l, 3*m.lim.MaxLongBytes)
 		if !ok {
-			return m.errf(ErrCorrupt, off, "bad or non-canonical INT literal %q (only [+-]decimal without leading zeros is accepted)", truncate(l))
-		}
-		// CPython turns a two-character literal worth 0 or 1 ("00", "-0",
-		// "+1", ...) into a bool, not just "00"/"01".
-		if i, isInt := v.(int64); isInt && len(l) == 2 && (i == 0 || i == 1) {
-			return m.push(i == 1)
+			return m.errf(ErrCorrupt, off, "bad INT literal %q (not what CPython's unpickler accepts, or over %d digits)", truncate(l), 3*m.lim.MaxLongBytes)
 		}
 		return m.push(v)
 	case opLong:
@@ -263,10 +249,9 @@ func (m *vm) step(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		// CPython strips one 'L' right before the newline, nothing else
-		v, ok := parseIntText(strings.TrimSuffix(string(l), "L"), 3*m.lim.MaxLongBytes, false)
+		v, ok := parseLongOp(l, 3*m.lim.MaxLongBytes)
 		if !ok {
-			return m.errf(ErrCorrupt, off, "bad or non-canonical LONG literal %q (only [+-]decimal without leading zeros is accepted)", truncate(l))
+			return m.errf(ErrCorrupt, off, "bad LONG literal %q (not what CPython's unpickler accepts, or over %d digits)", truncate(l), 3*m.lim.MaxLongBytes)
 		}
 		return m.push(v)
 	case opBinInt:
@@ -305,7 +290,7 @@ func (m *vm) step(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		f, ok := parseFloatText(string(l))
+		f, ok := parseFloatOp(l)
 		if !ok {
 			return m.errf(ErrCorrupt, off, "bad FLOAT literal %q", truncate(l))
 		}
@@ -322,11 +307,16 @@ func (m *vm) step(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		s, err := m.utf8Of(n, off)
+		// CPython decodes these with "surrogatepass": lone surrogates are
+		// kept (as their 3-byte encodings, which stay distinct)
+		b, err := m.bytesOf(n, off)
 		if err != nil {
 			return err
 		}
-		return m.push(s)
+		if !validWTF8(b) {
+			return m.errf(ErrCorrupt, off, "string is not valid UTF-8")
+		}
+		return m.push(string(b))
 	case opShortBinBytes, opBinBytes, opBinBytes8:
 		n, err := m.le(lenWidth(op))
 		if err != nil {
@@ -486,6 +476,9 @@ func (m *vm) step(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
+		if len(mod) == 0 || len(name) == 0 {
+			return m.errf(ErrCorrupt, off, "GLOBAL with an empty module or name")
+		}
 		if !utf8.Valid(mod) || !utf8.Valid(name) {
 			return m.errf(ErrCorrupt, off, "GLOBAL name is not valid UTF-8")
 		}
@@ -579,7 +572,7 @@ func (m *vm) memoIndex(op byte, off int64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, ok := parseIntText(string(l), 20, true)
+	v, ok := parsePyLong(l, 10, 40)
 	i, isInt := v.(int64)
 	if !ok || !isInt || i < 0 {
 		return 0, m.errf(ErrCorrupt, off, "bad memo index %q", truncate(l))
@@ -775,11 +768,6 @@ func truncate(b []byte) string {
 		return string(b[:80]) + "..."
 	}
 	return string(b)
-}
-
-func parseFloatText(s string) (float64, bool) {
-	f, err := parseFloat(s)
-	return f, err == nil
 }
 
 // lenWidth is the size in bytes of the length or code operand of op.

@@ -168,7 +168,7 @@ func (s *source) skip(n int64) error {
 
 // readLine returns the bytes up to (not including) the next '\n', at most max
 // bytes long.
-func (s *source) readLine(max int) ([]byte, error) {
+func (s *source) readLine(max int64) ([]byte, error) {
 	var line []byte
 	for {
 		b, err := s.readByte()
@@ -178,7 +178,7 @@ func (s *source) readLine(max int) ([]byte, error) {
 		if b == '\n' {
 			return line, nil
 		}
-		if len(line) >= max {
+		if int64(len(line)) >= max {
 			return nil, newError(ErrLimit, s.entry, s.pos, "text line longer than %d bytes", max)
 		}
 		line = append(line, b)

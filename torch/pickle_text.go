@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -39,44 +40,211 @@ func normInt(x *big.Int) any {
 	return x
 }
 
-// parseIntText parses the operand of a protocol-0 INT or LONG opcode, or of
-// a text GET/PUT memo index.
-//
-// CPython's C unpickler (the one torch.load uses) does not read these as
-// plain decimal: INT goes through strtol(s, 0) (so "010" is octal 8 and
-// "0x10" is 16) with a PyLong_FromString(s, 0) fallback that also accepts
-// whitespace, underscores and 0o/0b prefixes, LONG through
-// PyLong_FromString(s, 0), and memo indices through PyLong_FromString(s, 10).
-// Reproducing every one of those dialects is error-prone, so only the
-// spelling every reader agrees on is accepted: an optional sign and decimal
-// digits without leading zeros (leading zeros are harmless, and accepted,
-// only for memo indices, which are base 10). Anything else is refused rather
-// than risk decoding a different number than torch would (pickle.py writes
-// "I%d\n", "L%dL\n" and "g%d\n", which always fit). maxDigits bounds the work.
-func parseIntText(s string, maxDigits int, leadingZeros bool) (any, bool) {
-	digits := s
-	if digits != "" && (digits[0] == '+' || digits[0] == '-') {
-		digits = digits[1:]
+// The protocol-0 text operands are parsed the way CPython's C unpickler
+// (_pickle.c, the one torch.load uses) parses them, so that a literal
+// torch reads is never refused and never read as a different value. The
+// line is what _Unpickler_Readline returns: the bytes before '\n', which C
+// string functions see only up to the first NUL.
+
+// cstr truncates a line at its first NUL, as C string functions see it.
+func cstr(l []byte) []byte {
+	for i, c := range l {
+		if c == 0 {
+			return l[:i]
+		}
 	}
-	if digits == "" || len(digits) > maxDigits {
+	return l
+}
+
+// isCSpace is C isspace (and CPython's Py_ISSPACE) in the C locale.
+func isCSpace(c byte) bool { return c == ' ' || (c >= '\t' && c <= '\r') }
+
+// digitValue is CPython's _PyLong_DigitValue: 0-9, a-z/A-Z as 10-35, else 37.
+func digitValue(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'z':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'Z':
+		return int(c-'A') + 10
+	}
+	return 37
+}
+
+// maxStrDigits is CPython's default int_max_str_digits: decimal literals
+// longer than this are a ValueError (power-of-two bases are not limited).
+const maxStrDigits = 4300
+
+// parsePyLong is PyLong_FromString(s, NULL, base) for base 0 or 10 over
+// the C string of line followed by '\n'. maxDigits bounds the work for
+// power-of-two bases too (longer is refused, never misread).
+func parsePyLong(line []byte, base int, maxDigits ...int) (any, bool) {
+	limit := maxStrDigits
+	if len(maxDigits) > 0 {
+		limit = min(limit, maxDigits[0])
+	}
+	s := cstr(line)
+	i := 0
+	for i < len(s) && isCSpace(s[i]) {
+		i++
+	}
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	at := func(k int) byte {
+		if k < len(s) {
+			return s[k]
+		}
+		return 0
+	}
+	nonzeroIsError := false
+	if base == 0 {
+		switch {
+		case at(i) != '0':
+			base = 10
+		case at(i+1) == 'x' || at(i+1) == 'X':
+			base = 16
+		case at(i+1) == 'o' || at(i+1) == 'O':
+			base = 8
+		case at(i+1) == 'b' || at(i+1) == 'B':
+			base = 2
+		default:
+			nonzeroIsError = true // an old C-style octal literal: only zero is valid
+			base = 10
+		}
+		if base != 10 {
+			i += 2
+			if at(i) == '_' {
+				i++
+			}
+		}
+	}
+	if at(i) == '_' {
 		return nil, false
 	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
+	digits := make([]byte, 0, 32)
+	prev := byte(0)
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '_' {
+			if prev == '_' {
+				return nil, false
+			}
+		} else if digitValue(c) < base {
+			digits = append(digits, c)
+			if len(digits) > limit && (base == 10 || len(digits) > limit*4) {
+				return nil, false
+			}
+		} else {
+			break
+		}
+		prev = c
+	}
+	if prev == '_' || len(digits) == 0 {
+		return nil, false
+	}
+	for ; i < len(s); i++ { // trailing whitespace, then the end of the C string
+		if !isCSpace(s[i]) {
 			return nil, false
 		}
 	}
-	if !leadingZeros && len(digits) > 1 && digits[0] == '0' {
-		return nil, false
-	}
-	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return v, true
-	}
-	x, ok := new(big.Int).SetString(s, 10)
+	x, ok := new(big.Int).SetString(string(digits), base)
 	if !ok {
 		return nil, false
 	}
+	if nonzeroIsError && x.Sign() != 0 {
+		return nil, false
+	}
+	if neg {
+		x.Neg(x)
+	}
 	return normInt(x), true
+}
+
+// strtol is C strtol(s, &end, 0) on a 64-bit long over the C string of
+// line followed by '\n'; ok is false on overflow (ERANGE) and end is the
+// index where parsing stopped (len(line) stands for the '\n', and any index
+// at a NUL or past the C string for the terminator).
+func strtol(line []byte) (v int64, end int, ok bool) {
+	c := cstr(line)
+	s := append(make([]byte, 0, len(c)+1), c...)
+	s = append(s, '\n')
+	i := 0
+	for i < len(s) && isCSpace(s[i]) {
+		i++
+	}
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	base := 10
+	if i < len(s) && s[i] == '0' {
+		if i+1 < len(s) && (s[i+1] == 'x' || s[i+1] == 'X') {
+			base, i = 16, i+2
+		} else {
+			base = 8
+		}
+	}
+	save := i
+	var u uint64
+	over := false
+	for ; i < len(s) && digitValue(s[i]) < base; i++ {
+		d := uint64(digitValue(s[i]))
+		if u > (math.MaxUint64-d)/uint64(base) {
+			over = true
+		}
+		u = u*uint64(base) + d
+	}
+	if i == save {
+		if base == 16 { // "0x" without hex digits: 0, ending at the 'x'
+			return 0, save - 1, true
+		}
+		return 0, 0, true // no conversion: end is the start of the string
+	}
+	if over || (!neg && u > math.MaxInt64) || (neg && u > 1<<63) {
+		return 0, i, false
+	}
+	if neg {
+		return int64(-u), i, true
+	}
+	return int64(u), i, true
+}
+
+// parseIntOp decodes an INT operand like load_int: strtol(s, 0) first
+// (so "010" is octal 8, "0x10" is 16, " 5" is 5), a bool when the line is
+// two characters and the value 0 or 1, and PyLong_FromString(s, 0) when
+// strtol stops before the newline or overflows.
+func parseIntOp(line []byte, maxDigits int) (any, bool) {
+	if len(line) == 0 {
+		return nil, false
+	}
+	v, end, ok := strtol(line)
+	if ok {
+		c := cstr(line)
+		if end >= len(c) || c[end] == '\n' { // '\n' or the C string's end
+			if len(line) == 2 && (v == 0 || v == 1) {
+				return v == 1, true
+			}
+			return v, true
+		}
+	}
+	return parsePyLong(line, 0, maxDigits)
+}
+
+// parseLongOp decodes a LONG operand like load_long: one 'L' right before
+// the newline is dropped, then PyLong_FromString(s, 0).
+func parseLongOp(line []byte, maxDigits int) (any, bool) {
+	if len(line) == 0 {
+		return nil, false
+	}
+	if line[len(line)-1] == 'L' {
+		line = line[:len(line)-1]
+	}
+	return parsePyLong(line, 0, maxDigits)
 }
 
 // parseStringRepr decodes the Python repr of a byte string as written by
@@ -151,8 +319,9 @@ func parseStringRepr(line []byte) ([]byte, bool) {
 // \UXXXXXXXX (exactly 4 or 8 hex digits) are escapes only when preceded by
 // an odd number of backslashes (`\\u0041` stays as it is: the run of two
 // backslashes is even).
-// Surrogate code points, which Python strings can hold but Go strings
-// cannot, are refused: mapping them to U+FFFD would merge distinct keys.
+// Surrogate code points, which Python strings can hold, are kept as their
+// generalized UTF-8 (WTF-8) bytes, as BINUNICODE's surrogatepass decoding
+// does: distinct Python strings stay distinct Go strings.
 func decodeRawUnicodeEscape(line []byte) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(line); {
@@ -195,22 +364,121 @@ func decodeRawUnicodeEscape(line []byte) (string, bool) {
 			}
 			v = v<<4 | rune(d)
 		}
-		if v > utf8.MaxRune || v < 0 || (v >= 0xd800 && v <= 0xdfff) {
+		if v > utf8.MaxRune || v < 0 {
 			return "", false
 		}
-		b.WriteRune(v)
+		writeWTF8(&b, v)
 		i = j + 1 + n
 	}
 	return b.String(), true
 }
 
-// parseFloat parses a protocol-0 FLOAT line like CPython's C unpickler
-// (PyOS_string_to_double over the whole line): no surrounding whitespace,
-// decimal notation or inf/infinity/nan, and overflow is an error. Go's
-// ParseFloat also takes hex floats and underscores, which Python refuses.
-func parseFloat(s string) (float64, error) {
-	if s == "" || strings.TrimSpace(s) != s || strings.ContainsAny(s, "xX_pP") {
-		return 0, strconv.ErrSyntax
+// writeWTF8 writes r as UTF-8, surrogate code points included.
+func writeWTF8(b *strings.Builder, r rune) {
+	if r >= 0xd800 && r <= 0xdfff {
+		b.WriteByte(0xe0 | byte(r>>12))
+		b.WriteByte(0x80 | byte(r>>6)&0x3f)
+		b.WriteByte(0x80 | byte(r)&0x3f)
+		return
 	}
-	return strconv.ParseFloat(s, 64) // an overflow is an ErrRange error
+	b.WriteRune(r)
+}
+
+// validWTF8 reports whether b is UTF-8 in which encoded surrogates are
+// allowed: what CPython's utf-8 decoder accepts with "surrogatepass"
+// (BINUNICODE, SHORT_BINUNICODE, BINUNICODE8).
+func validWTF8(b []byte) bool {
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			if i+2 < len(b) && b[i] == 0xed && b[i+1] >= 0xa0 && b[i+1] <= 0xbf && b[i+2] >= 0x80 && b[i+2] <= 0xbf {
+				i += 3
+				continue
+			}
+			return false
+		}
+		i += n
+	}
+	return true
+}
+
+// parseFloatOp decodes a FLOAT operand like load_float:
+// PyOS_string_to_double over the C string, which must then stop at the
+// newline or the NUL. No leading whitespace, no hex, no underscores;
+// inf/infinity/nan in any case with an optional sign; overflow is an error,
+// underflow is not.
+func parseFloatOp(line []byte) (float64, bool) {
+	if len(line) == 0 {
+		return 0, false
+	}
+	s := cstr(line)
+	n := floatPrefix(s)
+	if n == 0 || n != len(s) {
+		return 0, false
+	}
+	t := string(s)
+	body := strings.TrimLeft(t, "+-")
+	if len(body) > 0 && (body[0] == 'i' || body[0] == 'I' || body[0] == 'n' || body[0] == 'N') {
+		v := math.Inf(1)
+		if body[0] == 'n' || body[0] == 'N' {
+			v = math.NaN()
+		}
+		if t[0] == '-' {
+			v = -v
+		}
+		return v, true
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return 0, false
+	}
+	return f, true
+}
+
+// floatPrefix is the length of the longest prefix of s that _Py_dg_strtod
+// or _Py_parse_inf_or_nan accepts (0: none).
+func floatPrefix(s []byte) int {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits := func(j int) int {
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	j := digits(i)
+	mant := j > i
+	if j < len(s) && s[j] == '.' {
+		k := digits(j + 1)
+		if k > j+1 || mant {
+			mant = true
+			j = k
+		}
+	}
+	if !mant {
+		rest := strings.ToLower(string(s[i:min(len(s), i+8)]))
+		switch {
+		case strings.HasPrefix(rest, "infinity"):
+			return i + 8
+		case strings.HasPrefix(rest, "inf"), strings.HasPrefix(rest, "nan"):
+			return i + 3
+		}
+		return 0
+	}
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		k := j + 1
+		if k < len(s) && (s[k] == '+' || s[k] == '-') {
+			k++
+		}
+		if e := digits(k); e > k {
+			j = e
+		}
+	}
+	return j
 }

@@ -30,33 +30,90 @@ type OpcodeUse struct {
 }
 
 // ScanReport is the result of Scan.
+//
+// No list in a report drops a global that is not allowlisted: the first
+// maxFindings uses of every kind are listed in file order, and after that
+// the first use of every further distinct not-allowed or unsupported
+// global (and of every distinct code-running opcode target) is still
+// appended, so NotAllowed and Verdict see all of them. Only repeated uses
+// and allowlisted names are counted instead of listed (Omitted). Distinct
+// names beyond a memory budget of maxDistinctBytes are counted in Omitted
+// too; the verdict is then "dangerous" already.
 type ScanReport struct {
 	Path             string
-	Format           string // "zip", "legacy", "pickle" (bare pickle, not a checkpoint) or "unknown"
+	Format           string // "zip", "legacy", "tar", "pickle" (bare pickle, not a checkpoint) or "unknown"
 	Pickles          int    // pickle streams decoded
 	Tensors          int    // tensors found when the checkpoint also opens cleanly (0 otherwise)
 	Globals          []GlobalUse
 	DangerousOpcodes []OpcodeUse
 	Problems         []string // container and decoding problems
 	Opcodes          []string // distinct opcodes seen, sorted
-	Truncated        bool     // more findings than the report keeps (maxFindings each)
+	Truncated        bool     // some uses were counted instead of listed (see Omitted); never hides a distinct not-allowed global
+	Omitted          int64    // global and opcode uses counted but not listed
 	seen             [256]bool
+
+	distinct      map[string]bool // module.name or opcode|target already listed past the cap
+	distinctBytes int64
+	openErr       error // the strict decoder's error, if it refused the file
 }
 
-// maxFindings bounds each list in a ScanReport.
+// maxFindings bounds the uses listed in file order in each list of a
+// ScanReport; past it only distinct names are added.
 const maxFindings = 10000
 
-// Safe reports whether the scan found nothing to object to: every global is
-// allowlisted, no opcode could run code, and the container and pickles
-// decoded without problems.
-func (r *ScanReport) Safe() bool {
+// maxDistinctBytes bounds the memory spent on distinct names listed past
+// maxFindings.
+const maxDistinctBytes = 64 << 20
+
+// Verdicts returned by ScanReport.Verdict, from best to worst.
+const (
+	VerdictClean       = "clean"       // every byte torch could read was decoded; every global is allowlisted
+	VerdictInvalid     = "invalid"     // not a valid checkpoint (corrupt, truncated, polyglot, unexplained bytes), nothing dangerous named
+	VerdictUnsupported = "unsupported" // inert torch constructs with no safetensors form (quantized, sparse...)
+	VerdictDangerous   = "dangerous"   // a global that is not allowlisted, or an opcode that would run code
+)
+
+// Verdict summarises the report: "dangerous" if any global is not
+// allowlisted or any opcode would call something other than an inert
+// torch function; else "unsupported" if an inert torch construct has no
+// safetensors form; else "invalid" if any problem was found; else "clean".
+// convert (through Open/NewReader) accepts a file exactly when its
+// verdict is "clean".
+func (r *ScanReport) Verdict() string {
+	inert := map[string]bool{}
+	dangerous, unsupported := false, false
 	for _, g := range r.Globals {
-		if !g.Allowed {
-			return false
+		switch g.Verdict {
+		case "allowed":
+		case "unsupported":
+			inert[g.String()] = true
+			unsupported = true
+		default:
+			dangerous = true
 		}
 	}
-	return len(r.DangerousOpcodes) == 0 && len(r.Problems) == 0 && !r.Truncated
+	for _, o := range r.DangerousOpcodes {
+		// Calling an inert torch rebuild function (quantized, sparse) is
+		// what torch.load does with it: unsupported, not dangerous.
+		if inert[o.Target] {
+			unsupported = true
+		} else {
+			dangerous = true
+		}
+	}
+	switch {
+	case dangerous:
+		return VerdictDangerous
+	case unsupported:
+		return VerdictUnsupported
+	case len(r.Problems) > 0:
+		return VerdictInvalid
+	}
+	return VerdictClean
 }
+
+// Safe reports whether the verdict is "clean".
+func (r *ScanReport) Safe() bool { return r.Verdict() == VerdictClean }
 
 // NotAllowed returns the distinct module.name of every global that is not
 // allowlisted, in first-seen order.
@@ -80,14 +137,77 @@ func (r *ScanReport) finish() {
 		}
 	}
 	sort.Strings(r.Opcodes)
+	r.distinct = nil
 }
 
 func (r *ScanReport) addProblem(p string) {
 	if len(r.Problems) >= maxFindings {
 		r.Truncated = true
+		r.Omitted++
 		return
 	}
 	r.Problems = append(r.Problems, p)
+}
+
+// keepDistinct reports whether a use past maxFindings must still be
+// listed: the first of its key, within the memory budget.
+func (r *ScanReport) keepDistinct(key string) bool {
+	r.Truncated = true
+	if r.distinct == nil {
+		r.distinct = make(map[string]bool)
+	}
+	if r.distinct[key] {
+		r.Omitted++
+		return false
+	}
+	if r.distinctBytes+int64(len(key)) > maxDistinctBytes {
+		if r.distinctBytes <= maxDistinctBytes {
+			r.distinctBytes = maxDistinctBytes + 1
+			r.Problems = append(r.Problems, "too many distinct not-allowed globals to list (the verdict counts them all)")
+		}
+		r.Omitted++
+		return false
+	}
+	r.distinct[key] = true
+	r.distinctBytes += int64(len(key)) + 64
+	return true
+}
+
+func (r *ScanReport) addGlobal(g GlobalUse) {
+	if len(r.Globals) >= maxFindings && (g.Allowed || !r.keepDistinct("g|"+g.Verdict+"|"+g.String())) {
+		if g.Allowed {
+			r.Truncated = true
+			r.Omitted++
+		}
+		return
+	}
+	r.Globals = append(r.Globals, g)
+}
+
+func (r *ScanReport) addOpcode(o OpcodeUse) {
+	if len(r.DangerousOpcodes) >= maxFindings && !r.keepDistinct("o|"+o.Opcode+"|"+o.Target) {
+		return
+	}
+	r.DangerousOpcodes = append(r.DangerousOpcodes, o)
+}
+
+// merge appends the findings of sub (scanned separately) to r.
+func (r *ScanReport) merge(sub *ScanReport) {
+	for _, g := range sub.Globals {
+		r.addGlobal(g)
+	}
+	for _, o := range sub.DangerousOpcodes {
+		r.addOpcode(o)
+	}
+	for _, p := range sub.Problems {
+		r.addProblem(p)
+	}
+	r.Pickles += sub.Pickles
+	r.Omitted += sub.Omitted
+	r.Truncated = r.Truncated || sub.Truncated
+	for i, s := range sub.seen {
+		r.seen[i] = r.seen[i] || s
+	}
 }
 
 // scanSink collects findings for one pickle stream.
@@ -99,21 +219,13 @@ type scanSink struct {
 func (s *scanSink) sawOpcode(op byte) { s.rep.seen[op] = true }
 
 func (s *scanSink) global(module, name string, off int64, v globalVerdict, reason string) {
-	if len(s.rep.Globals) >= maxFindings {
-		s.rep.Truncated = true
-		return
-	}
 	verdict := [...]string{"allowed", "unsupported", "not allowed"}[v]
-	s.rep.Globals = append(s.rep.Globals, GlobalUse{Module: clip(module), Name: clip(name), Offset: off, Entry: s.entry,
+	s.rep.addGlobal(GlobalUse{Module: clip(module), Name: clip(name), Offset: off, Entry: s.entry,
 		Allowed: v == verdictAllowed, Verdict: verdict, Reason: reason})
 }
 
 func (s *scanSink) opcode(op byte, off int64, target string) {
-	if len(s.rep.DangerousOpcodes) >= maxFindings {
-		s.rep.Truncated = true
-		return
-	}
-	s.rep.DangerousOpcodes = append(s.rep.DangerousOpcodes, OpcodeUse{Opcode: opNames[op], Offset: off, Entry: s.entry, Target: target})
+	s.rep.addOpcode(OpcodeUse{Opcode: opNames[op], Offset: off, Entry: s.entry, Target: target})
 }
 
 func (s *scanSink) problem(entry string, off int64, msg string) {
