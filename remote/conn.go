@@ -31,14 +31,15 @@ func (c *counters) snapshot() Stats {
 // conn is what files opened together share: configuration, client,
 // concurrency bound, traffic counters and what was learned about servers.
 type conn struct {
-	cfg      config
-	client   *http.Client
-	sem      chan struct{}
-	stats    counters
-	authHost string // host (with port) that receives the token
-	token    string
-	noMulti  atomic.Bool  // a server answered a multi-range request badly
-	hint     atomic.Int64 // adaptive prefetch: largest header seen
+	cfg        config
+	client     *http.Client
+	sem        chan struct{}
+	stats      counters
+	authHost   string // host (with port) that receives the token
+	authScheme string // and its scheme
+	token      string
+	noMulti    atomic.Bool  // a server answered a multi-range request badly
+	hint       atomic.Int64 // adaptive prefetch: largest header seen
 }
 
 func newConn(cfg config) *conn {
@@ -215,7 +216,7 @@ func (c *conn) send(ctx context.Context, r *request) (*http.Response, error) {
 		req.Header.Set("Range", r.rng)
 		req.Header.Set("Accept-Encoding", "identity")
 		req.Header.Set("User-Agent", c.cfg.userAgent)
-		if c.token != "" && u.Host == c.authHost && u.Scheme == f.url.Scheme {
+		if c.token != "" && u.Host == c.authHost && u.Scheme == c.authScheme {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
 		if f.etag != "" && !isWeak(f.etag) && u.Host == f.etagHost {

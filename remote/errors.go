@@ -108,7 +108,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Off >= 0 && e.Len >= 0 {
+	if e.Off >= 0 && e.Len >= 0 && e.Op != "open" {
 		return fmt.Sprintf("%s: %s bytes %d-%d: %v", e.Name, e.Op, e.Off, e.Off+e.Len-1, e.Err)
 	}
 	return fmt.Sprintf("%s: %s: %v", e.Name, e.Op, e.Err)

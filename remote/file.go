@@ -48,7 +48,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*File, error) {
 	}
 	c := newConn(cfg)
 	if cfg.token != nil && *cfg.token != "" {
-		c.token, c.authHost = *cfg.token, u.Host
+		c.token, c.authHost, c.authScheme = *cfg.token, u.Host, u.Scheme
 	}
 	return c.open(ctx, u, nil)
 }
