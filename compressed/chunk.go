@@ -142,8 +142,19 @@ func decodeChunk(dst, blob []byte, zdec *zstd.Decoder) error {
 	return nil
 }
 
-var planeBufs sync.Pool
+// planeScratch holds one decoded block per plane.
+var planeScratch = sync.Pool{New: func() any { b := make([]byte, 8*planeBlock); return &b }}
 
+// planeBlockRef is one block of one plane inside a chunk's payload.
+type planeBlockRef struct {
+	kind byte
+	data []byte
+}
+
+// decodePlanes decodes a planes payload into dst block by block: for each
+// run of planeBlock elements, the block of every plane is taken in place
+// (raw), filled (run) or Huffman-decoded into a small scratch buffer, then
+// the planes are joined into dst. Working memory is w blocks, not the chunk.
 func decodePlanes(dst, p []byte) error {
 	if len(p) < 2 {
 		return fmt.Errorf("%w: planes chunk too short", ErrCorrupt)
@@ -157,75 +168,83 @@ func decodePlanes(dst, p []byte) error {
 		return fmt.Errorf("%w: %d bytes are not whole elements of width %d", ErrCorrupt, len(dst), w)
 	}
 	n := len(dst) / w
-	var buf []byte
-	if w == 1 {
-		buf = dst
-	} else {
-		bp, _ := planeBufs.Get().(*[]byte)
-		if bp == nil || cap(*bp) < len(dst) {
-			b := make([]byte, len(dst))
-			bp = &b
-		}
-		defer planeBufs.Put(bp)
-		buf = (*bp)[:len(dst)]
-	}
-	planes := make([][]byte, w)
-	s := huffScratch.Get().(*huff0.Scratch)
-	defer huffScratch.Put(s)
-	for j := range planes {
-		plane := buf[j*n : (j+1)*n]
-		planes[j] = plane
-		for k := 0; k < n; k += planeBlock {
-			blk := plane[k:min(n, k+planeBlock)]
+	nb := (n + planeBlock - 1) / planeBlock
+	// Parse every block descriptor first: w*nb is bounded by the chunk size.
+	refs := make([]planeBlockRef, w*nb)
+	for j := range w {
+		for k := range nb {
+			blen := min(n-k*planeBlock, planeBlock)
 			if len(p) < 5 {
-				return fmt.Errorf("%w: plane %d block at %d: truncated", ErrCorrupt, j, k)
+				return fmt.Errorf("%w: plane %d block %d: truncated", ErrCorrupt, j, k)
 			}
 			kind, l := p[0], int64(binary.LittleEndian.Uint32(p[1:]))
 			p = p[5:]
 			if l > int64(len(p)) {
-				return fmt.Errorf("%w: plane %d block at %d claims %d bytes, %d remain", ErrCorrupt, j, k, l, len(p))
+				return fmt.Errorf("%w: plane %d block %d claims %d bytes, %d remain", ErrCorrupt, j, k, l, len(p))
 			}
 			data := p[:l]
 			p = p[l:]
-			switch kind {
-			case blockRaw:
-				if len(data) != len(blk) {
-					return fmt.Errorf("%w: plane %d raw block at %d has %d bytes, want %d", ErrCorrupt, j, k, len(data), len(blk))
-				}
-				copy(blk, data)
-			case blockRLE:
-				if len(data) != 1 {
-					return fmt.Errorf("%w: plane %d run block at %d has %d bytes, want 1", ErrCorrupt, j, k, len(data))
-				}
-				for i := range blk {
-					blk[i] = data[0]
-				}
-			case blockHuff:
-				s2, rest, err := huff0.ReadTable(data, s)
-				if err != nil {
-					return fmt.Errorf("%w: plane %d block at %d: huffman table: %v", ErrCorrupt, j, k, err)
-				}
-				s = s2
-				out, err := s.Decoder().Decompress4X(blk[:0:len(blk)], rest)
-				if err != nil {
-					return fmt.Errorf("%w: plane %d block at %d: %v", ErrCorrupt, j, k, err)
-				}
-				if len(out) != len(blk) {
-					return fmt.Errorf("%w: plane %d block at %d decodes to %d bytes, want %d", ErrCorrupt, j, k, len(out), len(blk))
-				}
-				if len(out) > 0 && &out[0] != &blk[0] {
-					copy(blk, out)
-				}
-			default:
-				return fmt.Errorf("%w: plane %d block at %d has unknown kind %d", ErrCorrupt, j, k, kind)
+			switch {
+			case kind == blockRaw && len(data) != blen:
+				return fmt.Errorf("%w: plane %d raw block %d has %d bytes, want %d", ErrCorrupt, j, k, len(data), blen)
+			case kind == blockRLE && len(data) != 1:
+				return fmt.Errorf("%w: plane %d run block %d has %d bytes, want 1", ErrCorrupt, j, k, len(data))
+			case kind > blockHuff:
+				return fmt.Errorf("%w: plane %d block %d has unknown kind %d", ErrCorrupt, j, k, kind)
 			}
+			refs[j*nb+k] = planeBlockRef{kind, data}
 		}
 	}
 	if len(p) != 0 {
 		return fmt.Errorf("%w: %d bytes left after the last plane", ErrCorrupt, len(p))
 	}
-	if w > 1 {
-		joinPlanes(dst, planes, w, flags&flagRotate != 0)
+	sp := planeScratch.Get().(*[]byte)
+	defer planeScratch.Put(sp)
+	scratch := *sp
+	s := huffScratch.Get().(*huff0.Scratch)
+	defer huffScratch.Put(s)
+	planes := make([][]byte, w)
+	for k := range nb {
+		blen := min(n-k*planeBlock, planeBlock)
+		out := dst[k*planeBlock*w : (k*planeBlock+blen)*w]
+		for j := range w {
+			r := refs[j*nb+k]
+			buf := scratch[j*planeBlock : j*planeBlock+blen]
+			if w == 1 {
+				buf = out
+			}
+			switch r.kind {
+			case blockRaw:
+				if w == 1 {
+					copy(buf, r.data)
+				}
+				buf = r.data
+			case blockRLE:
+				for i := range buf {
+					buf[i] = r.data[0]
+				}
+			case blockHuff:
+				s2, rest, err := huff0.ReadTable(r.data, s)
+				if err != nil {
+					return fmt.Errorf("%w: plane %d block %d: huffman table: %v", ErrCorrupt, j, k, err)
+				}
+				s = s2
+				got, err := s.Decoder().Decompress4X(buf[:0:blen], rest)
+				if err != nil {
+					return fmt.Errorf("%w: plane %d block %d: %v", ErrCorrupt, j, k, err)
+				}
+				if len(got) != blen {
+					return fmt.Errorf("%w: plane %d block %d decodes to %d bytes, want %d", ErrCorrupt, j, k, len(got), blen)
+				}
+				if &got[0] != &buf[0] {
+					copy(buf, got)
+				}
+			}
+			planes[j] = buf
+		}
+		if w > 1 {
+			joinPlanes(out, planes, w, flags&flagRotate != 0)
+		}
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ func newZstdEncoder(level, concurrency int) (*zstd.Encoder, error) {
 		zstd.WithEncoderConcurrency(concurrency),
 		zstd.WithEncoderCRC(true),
 		zstd.WithZeroFrames(true),
+		zstd.WithAllLitEntropyCompression(true),
 		zstd.WithLowerEncoderMem(true))
 }
 

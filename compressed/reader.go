@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -234,36 +235,40 @@ func (r *ReaderAt) readFrames(p []byte, off int64) error {
 		}
 		return nil
 	}
-	if len(jobs) == 1 || r.conc <= 1 {
-		for _, j := range jobs {
-			if err := run(j); err != nil {
+	return r.parallel(len(jobs), func(k int) error { return run(jobs[k]) })
+}
+
+// parallel runs f(0..n-1) on up to r.conc goroutines and returns the first
+// error.
+func (r *ReaderAt) parallel(n int, f func(k int) error) error {
+	if n == 1 || r.conc <= 1 {
+		for k := range n {
+			if err := f(k); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	// Several frames: decode them on up to conc goroutines.
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
 		errMu    sync.Mutex
 		firstErr error
 	)
-	workers := min(r.conc, len(jobs), runtime.GOMAXPROCS(0))
-	for range workers {
+	for range min(r.conc, n, runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
 			for {
 				k := int(next.Add(1) - 1)
-				if k >= len(jobs) {
+				if k >= n {
 					return
 				}
-				if err := run(jobs[k]); err != nil {
+				if err := f(k); err != nil {
 					errMu.Lock()
 					if firstErr == nil {
 						firstErr = err
 					}
 					errMu.Unlock()
-					next.Store(int64(len(jobs)))
+					next.Store(int64(n))
 					return
 				}
 			}
@@ -271,6 +276,87 @@ func (r *ReaderAt) readFrames(p []byte, off int64) error {
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// frameRange returns the frames [a, b) that overlap [off, off+n).
+func (r *ReaderAt) frameRange(off, n int64) (int, int) {
+	a := sort.Search(len(r.frames), func(i int) bool { return r.frames[i].uoff+r.frames[i].ulen > off })
+	b := a
+	for b < len(r.frames) && r.frames[b].uoff < off+n {
+		b++
+	}
+	return a, b
+}
+
+// ReadRuns fills bufs[i] from offset offs[i] of the original file, for
+// many small runs at once (a strided slice): the frames the runs touch are
+// decompressed together, in parallel, each once, instead of run by run.
+// It implements safetensors.RunReader.
+func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
+	if len(bufs) != len(offs) {
+		return fmt.Errorf("compressed: ReadRuns with %d buffers and %d offsets", len(bufs), len(offs))
+	}
+	group := max(2*r.conc, 8)
+	for i := 0; i < len(bufs); {
+		// Runs in the in-memory prefix, past the end, or spanning many
+		// frames on their own go through ReadAt.
+		if a, b := r.frameRange(offs[i], int64(len(bufs[i]))); offs[i] < int64(len(r.prefix)) || offs[i] < 0 ||
+			offs[i]+int64(len(bufs[i])) > r.size || b-a > group {
+			if _, err := r.ReadAt(bufs[i], offs[i]); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		// Collect the following runs while they need at most group frames.
+		var need []int
+		have := map[int][]byte{}
+		j := i
+		for ; j < len(bufs); j++ {
+			if offs[j] < int64(len(r.prefix)) || offs[j] < 0 || offs[j]+int64(len(bufs[j])) > r.size {
+				break
+			}
+			a, b := r.frameRange(offs[j], int64(len(bufs[j])))
+			var add []int
+			for f := a; f < b; f++ {
+				if _, ok := have[f]; !ok && !slices.Contains(add, f) {
+					add = append(add, f)
+				}
+			}
+			if len(need)+len(add) > group {
+				break
+			}
+			for _, f := range add {
+				have[f] = r.cached(f)
+				if have[f] == nil {
+					need = append(need, f)
+				}
+			}
+		}
+		var mu sync.Mutex
+		err := r.parallel(len(need), func(k int) error {
+			f := need[k]
+			buf := make([]byte, r.frames[f].ulen) // capped by the max frame size
+			if err := r.decodeFrame(f, buf); err != nil {
+				return err
+			}
+			mu.Lock()
+			have[f] = buf
+			mu.Unlock()
+			r.store(f, buf)
+			return nil
+		})
+		if err != nil {
+			return withFile(err, r.name)
+		}
+		for ; i < j; i++ {
+			a, b := r.frameRange(offs[i], int64(len(bufs[i])))
+			for f := a; f < b; f++ {
+				copyFrame(bufs[i], offs[i], &r.frames[f], have[f])
+			}
+		}
+	}
+	return nil
 }
 
 // decodeFrame reads frame i's compressed bytes and decodes them into dst.

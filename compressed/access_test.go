@@ -1,0 +1,103 @@
+package compressed
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/gosafetensors/safetensors"
+)
+
+// TestFramesDecodedForReads counts the frames a one-tensor read and a 1/8
+// slice decompress: exactly the frames that overlap them.
+func TestFramesDecodedForReads(t *testing.T) {
+	const frameSize = 64 << 10
+	orig := genModel(t, safetensors.BF16, 2<<20, 5) // layers.0.weight: [1024, 1024] BF16, 2 MiB
+	want, err := safetensors.NewReader(bytes.NewReader(orig), int64(len(orig)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, codec := range allCodecs {
+		t.Run(string(codec), func(t *testing.T) {
+			comp := compressBytes(t, orig, WithCodec(codec), WithFrameSize(frameSize))
+			ra, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), WithCacheFrames(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ra.Close()
+			sr, err := safetensors.NewReader(ra, ra.Size())
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := func(what string, wantFrames int64, read func() ([]byte, error), wantBytes []byte) {
+				t.Helper()
+				before := ra.Stats().FramesDecoded
+				got, err := read()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := ra.Stats().FramesDecoded - before; n != wantFrames {
+					t.Errorf("%s decompressed %d frames, want %d", what, n, wantFrames)
+				}
+				if !bytes.Equal(got, wantBytes) {
+					t.Errorf("%s: wrong bytes", what)
+				}
+			}
+			w, err := sr.Tensor("layers.0.weight")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, _ := want.Tensor("layers.0.weight")
+			refBytes, _ := ref.Copy()
+			count("the whole tensor", 2<<20/frameSize, w.Copy, refBytes)
+			rows := []safetensors.Index{safetensors.Range(512, 640)} // 1/8 of the rows: 256 KiB
+			refRows, _ := ref.Slice(rows...)
+			rb, _ := refRows.Copy()
+			count("a 1/8 row slice", 256<<10/frameSize, func() ([]byte, error) {
+				s, err := w.Slice(rows...)
+				if err != nil {
+					return nil, err
+				}
+				return s.Copy()
+			}, rb)
+			// A column slice touches every frame of the tensor, each once.
+			cols := []safetensors.Index{safetensors.All(), safetensors.Range(0, 128)}
+			refCols, _ := ref.Slice(cols...)
+			cb, _ := refCols.Copy()
+			count("a 1/8 column slice", 2<<20/frameSize, func() ([]byte, error) {
+				s, err := w.Slice(cols...)
+				if err != nil {
+					return nil, err
+				}
+				return s.Copy()
+			}, cb)
+			b, _ := sr.Tensor("bias")
+			rbias, _ := want.Tensor("bias")
+			bb, _ := rbias.Copy()
+			count("a small tensor", 1, b.Copy, bb)
+		})
+	}
+}
+
+// TestCacheServesRepeatedReads: a second read of the same bytes hits the
+// cache instead of decompressing again.
+func TestCacheServesRepeatedReads(t *testing.T) {
+	orig := genModel(t, safetensors.F32, 256<<10, 6)
+	comp := compressBytes(t, orig, WithCodec(Grouped), WithFrameSize(64<<10))
+	ra, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), WithCacheFrames(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 100)
+	off := int64(len(orig) / 2)
+	for range 3 {
+		if _, err := ra.ReadAt(buf, off); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf, orig[off:off+100]) {
+			t.Fatal("wrong bytes")
+		}
+	}
+	if s := ra.Stats(); s.FramesDecoded != 1 || s.CacheHits != 2 {
+		t.Errorf("stats %+v, want 1 frame decoded and 2 cache hits", s)
+	}
+}
