@@ -173,9 +173,7 @@ func (r *Reader) Name() string { return r.name }
 func (r *Reader) Tensor(name string) (*Tensor, error) {
 	i, ok := r.lookup(name)
 	if !ok {
-		e := tensorError(ErrTensorNotFound, name, -1, "no such tensor")
-		e.File = r.name
-		return nil, e
+		return nil, MissingTensor(r.name, name)
 	}
 	return r.tensorAt(i)
 }

@@ -87,3 +87,11 @@ type Streamer interface {
 	io.ReaderAt
 	Stream(w io.Writer) (int64, error)
 }
+
+// MissingTensor returns the error a Source gives for a name it does not
+// hold: a *FormatError naming file and tensor that wraps ErrTensorNotFound.
+func MissingTensor(file, name string) error {
+	e := tensorError(ErrTensorNotFound, name, -1, "no such tensor")
+	e.File = file
+	return e
+}
