@@ -73,9 +73,13 @@ func NewReaderOptions(r io.ReaderAt, size int64, name string, opts Options) (c *
 			c, err = nil, &Error{Path: name, Offset: -1, Kind: ErrCorrupt, Msg: fmt.Sprintf("internal error while decoding: %v", p)}
 		}
 	}()
-	c, err = open(r, size, &lim)
+	rep, c, err := analyze(r, size, name, &lim)
 	if err != nil {
-		return nil, withPath(err, name)
+		return nil, err
+	}
+	if c == nil || rep.Verdict() != VerdictClean {
+		// one verdict: a file is converted only if Scan calls it clean
+		return nil, withPath(rep.refusal(), name)
 	}
 	for _, t := range c.tensors {
 		t.Storage.path = name
@@ -116,18 +120,21 @@ const (
 	kindOther
 )
 
+// sniff classifies the file the way torch.load does: a zip archive only
+// when it starts with a local file header (torch's _is_zipfile); anything
+// else goes to the legacy loader, which first tries Python's tarfile.
 func sniff(r io.ReaderAt, size int64) (container, error) {
 	if size == 0 {
 		return kindEmpty, nil
 	}
-	head := make([]byte, min(size, 512))
+	head := make([]byte, min(size, 4))
 	if err := readFull(r, head, 0); err != nil {
 		return 0, err
 	}
-	if bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06")) {
+	if bytes.Equal(head, []byte("PK\x03\x04")) {
 		return kindZip, nil
 	}
-	if len(head) >= 262 && string(head[257:262]) == "ustar" {
+	if isTarStart(r, size) {
 		return kindTar, nil
 	}
 	return kindOther, nil
@@ -144,7 +151,7 @@ func open(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	case kindZip:
 		return openZip(r, size, lim)
 	case kindTar:
-		return nil, newError(ErrUnsupported, "", -1, "tar checkpoint (torch < 0.4) is not supported")
+		return nil, newError(ErrUnsupported, "", 0, "tar checkpoint (torch < 0.4) is not supported: the first 512 bytes pass Python's tar header check, so torch.load would read the file as a tar archive")
 	}
 	return openStream(r, size, lim)
 }

@@ -38,17 +38,9 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 	if p, ok := vals[1].(int64); !ok || p != 1001 {
 		return nil, newError(ErrUnsupported, "pickle 2", -1, "legacy protocol version %s (expected 1001)", describeNum(vals[1]))
 	}
-	info, ok := vals[2].(*dict)
-	if !ok {
-		return nil, newError(ErrCorrupt, "pickle 3", -1, "sys_info is a %s, not a dict", typeName(vals[2]))
-	}
-	le, found := dictGet(info, "little_endian")
-	if !found {
-		return nil, newError(ErrCorrupt, "pickle 3", -1, "sys_info has no little_endian field")
-	}
-	if b, ok := le.(bool); !ok || !b {
-		return nil, newError(ErrUnsupported, "pickle 3", -1, "big-endian legacy checkpoint (sys_info little_endian=%s); only little-endian data is supported", keyString(le))
-	}
+	// vals[2] is sys_info (protocol_version, little_endian, type_sizes):
+	// torch.load ignores it, and reads storages in the machine's byte order
+	// (little-endian everywhere torch runs today), so it is ignored here too.
 	keyList, ok := vals[4].(*list)
 	if !ok {
 		return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key list is a %s, not a list", typeName(vals[4]))
@@ -104,13 +96,4 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 		return nil, err
 	}
 	return c, nil
-}
-
-func dictGet(d *dict, key string) (any, bool) {
-	hk, _ := makeDictKey(key)
-	i, ok := d.index[hk]
-	if !ok {
-		return nil, false
-	}
-	return d.vals[i], true
 }

@@ -28,7 +28,6 @@ func TestLegacyRefusals(t *testing.T) {
 		b    []byte
 		kind error
 	}{
-		{"big endian", patch("little_endianq\x02\x88", "little_endianq\x02\x89"), ErrUnsupported},
 		{"protocol", patch("\x80\x02M\xe9\x03.", "\x80\x02M\xea\x03."), ErrUnsupported},
 		{"broken pid tuple", patch("K(N", "K(K"), ErrCorrupt},
 		{"truncated storages", orig[:len(orig)-1], ErrCorrupt},
@@ -37,6 +36,16 @@ func TestLegacyRefusals(t *testing.T) {
 	for _, c := range cases {
 		if _, err := openBytes(t, c.b); !errors.Is(err, c.kind) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.kind)
+		}
+	}
+	// torch.load ignores sys_info (and reads the data in native, little
+	// endian order): little_endian False, 1 or a missing dict change nothing
+	for name, b := range map[string][]byte{
+		"little_endian False": patch("little_endianq\x02\x88", "little_endianq\x02\x89"),
+		"little_endian 1":     patch("little_endianq\x02\x88", "little_endianq\x02K\x01"),
+	} {
+		if c, err := openBytes(t, b); err != nil || len(c.Tensors()) == 0 {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

@@ -17,6 +17,11 @@ type Limits struct {
 	MaxTensorBytes int64 // contiguous size of one tensor; stride-0 (expanded) views can exceed their storage
 	MaxZipEntries  int   // members in a zip archive
 	MaxViewBuffer  int64 // bytes Tensor.WriteTo may buffer to materialise a strided view
+	// MaxInflateBytes bounds the output of a compressed pickle record that
+	// Scan streams through (with a bounded window) looking for globals past
+	// what it decodes in memory; a record inflating further is reported,
+	// so the verdict is never clean.
+	MaxInflateBytes int64
 }
 
 // DefaultLimits returns the limits used by Open, NewReader and Scan. They are
@@ -25,20 +30,21 @@ type Limits struct {
 // machine.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxPickleBytes: 1 << 30,
-		MaxStringBytes: 256 << 20,
-		MaxLongBytes:   1024,
-		MaxMemo:        1 << 24,
-		MaxStack:       1 << 20,
-		MaxMarks:       1 << 16,
-		MaxObjects:     1 << 27,
-		MaxDepth:       1000,
-		MaxEntries:     1 << 23,
-		MaxNameBytes:   256 << 20,
-		MaxDims:        64,
-		MaxTensorBytes: 1 << 40,
-		MaxZipEntries:  1 << 22,
-		MaxViewBuffer:  512 << 20,
+		MaxPickleBytes:  1 << 30,
+		MaxStringBytes:  256 << 20,
+		MaxLongBytes:    1024,
+		MaxMemo:         1 << 24,
+		MaxStack:        1 << 20,
+		MaxMarks:        1 << 16,
+		MaxObjects:      1 << 27,
+		MaxDepth:        1000,
+		MaxEntries:      1 << 23,
+		MaxNameBytes:    256 << 20,
+		MaxDims:         64,
+		MaxTensorBytes:  1 << 40,
+		MaxZipEntries:   1 << 22,
+		MaxViewBuffer:   512 << 20,
+		MaxInflateBytes: 64 << 30,
 	}
 }
 
@@ -86,6 +92,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxViewBuffer <= 0 {
 		l.MaxViewBuffer = d.MaxViewBuffer
+	}
+	if l.MaxInflateBytes <= 0 {
+		l.MaxInflateBytes = d.MaxInflateBytes
 	}
 	return l
 }

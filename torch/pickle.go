@@ -34,6 +34,10 @@ type vm struct {
 
 	storages map[string]*storageRef
 	ids      *int
+
+	// where the current opcode started, for failState
+	failOff              int64
+	failStack, failMarks int
 }
 
 func newVM(src *source, lim *Limits, entry string, pids pidMode, storages map[string]*storageRef, ids *int) *vm {
@@ -72,7 +76,9 @@ func (m *vm) pop(off int64) (any, error) {
 		return nil, m.errf(ErrCorrupt, off, "stack underflow")
 	}
 	v := m.stack[len(m.stack)-1]
-	m.stack[len(m.stack)-1] = nil
+	if m.scan == nil { // scan mode keeps popped values for the walker (see failState)
+		m.stack[len(m.stack)-1] = nil
+	}
 	m.stack = m.stack[:len(m.stack)-1]
 	return v, nil
 }
@@ -93,7 +99,9 @@ func (m *vm) popMark(off int64) ([]any, error) {
 	m.marks = m.marks[:len(m.marks)-1]
 	items := make([]any, len(m.stack)-k)
 	copy(items, m.stack[k:])
-	clear(m.stack[k:])
+	if m.scan == nil {
+		clear(m.stack[k:])
+	}
 	m.stack = m.stack[:k]
 	return items, nil
 }
@@ -157,6 +165,7 @@ func (m *vm) run() (any, error) {
 	start := m.src.pos
 	for {
 		off := m.src.pos
+		m.failOff, m.failStack, m.failMarks = off, len(m.stack), len(m.marks)
 		if off-start > m.lim.MaxPickleBytes {
 			return nil, m.errf(ErrLimit, off, "pickle longer than %d bytes", m.lim.MaxPickleBytes)
 		}
@@ -181,6 +190,37 @@ func (m *vm) run() (any, error) {
 			return nil, err
 		}
 	}
+}
+
+// failState returns, after run failed in scan mode, the offset of the
+// opcode it failed on and the stack, marks and memo as they were before
+// that opcode (popped values are not cleared in scan mode, and the memo
+// only changes on success), for the walker to continue from.
+func (m *vm) failState() (int64, *walkState) {
+	st := &walkState{memo: make(map[uint64]shadow)}
+	if m.failStack <= cap(m.stack) {
+		for _, v := range m.stack[:m.failStack] {
+			st.stack = append(st.stack, shadowOf(v))
+		}
+	}
+	if m.failMarks <= cap(m.marks) {
+		st.marks = append(st.marks, m.marks[:m.failMarks]...)
+	}
+	for i, v := range m.memo.dense {
+		if len(st.memo) >= maxWalkMemo {
+			st.memoLost = true
+			break
+		}
+		st.memo[uint64(i)] = shadowOf(v)
+	}
+	for k, v := range m.memo.sparse {
+		if len(st.memo) >= maxWalkMemo {
+			st.memoLost = true
+			break
+		}
+		st.memo[k] = shadowOf(v)
+	}
+	return m.failOff, st
 }
 
 // step executes one opcode (other than STOP).
@@ -378,7 +418,9 @@ func (m *vm) step(op byte, off int64) error {
 		}
 		t := make(tuple, n)
 		copy(t, m.stack[len(m.stack)-n:])
-		clear(m.stack[len(m.stack)-n:])
+		if m.scan == nil {
+			clear(m.stack[len(m.stack)-n:])
+		}
 		m.stack = m.stack[:len(m.stack)-n]
 		return m.push(t)
 	case opEmptyList:

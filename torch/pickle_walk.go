@@ -49,7 +49,7 @@ type walker struct {
 func walkRegion(r io.Reader, start, end int64, entry string, rep *ScanReport, st *walkState) *walker {
 	w := &walker{r: bufio.NewReaderSize(r, 32<<10), pos: start, end: end, entry: entry, rep: rep}
 	if st != nil {
-		w.stack, w.marks, w.memo = st.stack, st.marks, st.memo
+		w.stack, w.marks, w.memo, w.memoLost = st.stack, st.marks, st.memo, st.memoLost
 	}
 	if w.memo == nil {
 		w.memo = make(map[uint64]shadow)
@@ -60,9 +60,10 @@ func walkRegion(r io.Reader, start, end int64, entry string, rep *ScanReport, st
 
 // walkState seeds a walker with what the decoder had when it stopped.
 type walkState struct {
-	stack []shadow
-	marks []int
-	memo  map[uint64]shadow
+	stack    []shadow
+	marks    []int
+	memo     map[uint64]shadow
+	memoLost bool
 }
 
 func shadowOf(v any) shadow {

@@ -23,71 +23,128 @@ func ScanFile(path string) (*ScanReport, error) {
 	return Scan(f, fi.Size(), path)
 }
 
-// Scan audits a file without failing fast: it decodes every pickle it can
-// find (data.pkl records, every other *.pkl member, pickles hidden in other
-// members, all five legacy pickles, every pickle of a bare pickle file)
-// with the same inert machine and caps as Open, but records each global with
-// its verdict, each opcode that would run code, and each container or
-// decoding problem instead of stopping at the first one. The error is only
-// non-nil if r cannot be read at all.
+// Scan audits a file without failing fast. The verdict is a sound
+// over-approximation of what torch.load(weights_only=False) would import
+// and call: every interpretation torch may take is scanned (a zip
+// checkpoint; otherwise a tar as Python's tarfile accepts it, whose
+// storages/tensors/pickle members torch would unpickle, and the legacy
+// pickle stream torch falls back to), every pickle is decoded by the same
+// inert machine and caps as Open, and wherever full decoding stops (a
+// refusal, a cap, an unknown construct) an opcode walker continues to the
+// end of the region so that every global is still named. Bytes no
+// structure explains (after the last legacy storage, between zip members,
+// after a pickle) are a problem and are walked too. Every global is
+// recorded with its verdict, each opcode that would run code, and each
+// container or decoding problem. The error is only non-nil if r cannot be
+// read at all.
 func Scan(r io.ReaderAt, size int64, name string) (*ScanReport, error) {
 	return ScanOptions(r, size, name, Options{})
 }
 
 // ScanOptions is Scan with explicit limits.
-func ScanOptions(r io.ReaderAt, size int64, name string, opts Options) (rep *ScanReport, err error) {
+func ScanOptions(r io.ReaderAt, size int64, name string, opts Options) (*ScanReport, error) {
 	lim := opts.Limits.withDefaults()
+	rep, _, err := analyze(r, size, name, &lim)
+	return rep, err
+}
+
+// analyze scans the file and opens it with the strict decoder; Open and
+// Scan both come here, so that they cannot disagree: a checkpoint is
+// returned only with the report, and NewReader accepts it only when the
+// report's verdict is clean.
+func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanReport, c *Checkpoint, err error) {
 	rep = &ScanReport{Path: name, Format: "unknown"}
 	defer func() {
 		// last line of defence, see NewReaderOptions
 		if p := recover(); p != nil {
 			rep.addProblem(fmt.Sprintf("internal error while scanning: %v", p))
+			c = nil
 		}
 		rep.finish()
 	}()
 	k, err := sniff(r, size)
 	if err != nil {
-		return nil, withPath(err, name)
+		return nil, nil, withPath(err, name)
 	}
 	switch k {
 	case kindEmpty:
 		rep.addProblem("empty file")
 	case kindZip:
 		rep.Format = "zip"
-		scanZip(r, size, &lim, rep)
-	case kindTar:
-		rep.Format = "tar"
-		rep.addProblem("tar checkpoint (torch < 0.4) is not supported; its members were not scanned")
+		scanZip(r, size, lim, rep)
 	default:
-		scanStream(r, size, &lim, rep)
-	}
-	if rep.Format == "zip" || rep.Format == "legacy" {
-		// The structural checks of Open (storages present and large
-		// enough, views in bounds, version, byte order...) complete the audit.
-		c, err := open(r, size, &lim)
-		switch {
-		case err == nil:
-			rep.Tensors = len(c.tensors)
-		case !isGlobalRefusal(err):
-			rep.addProblem(errMsg(err))
+		if k == kindTar {
+			rep.Format = "tar"
+			scanTar(r, size, lim, rep)
 		}
+		f := scanStream(r, size, lim, rep)
+		switch {
+		case k == kindTar && f == "legacy":
+			rep.addProblem("polyglot: the file is both a tar archive (Python's tarfile accepts its first header, so torch.load reads it as a pre-0.4 tar checkpoint) and a legacy checkpoint stream (what torch falls back to)")
+		case k == kindTar:
+			rep.addProblem("tar checkpoint (torch < 0.4, or a file whose first 512 bytes pass Python's tar header check) is not supported")
+		case f != "":
+			rep.Format = f
+		}
+		scanZipPolyglot(r, size, lim, rep)
 	}
-	return rep, nil
+	c, rep.openErr = open(r, size, lim)
+	switch {
+	case rep.openErr == nil:
+		rep.Tensors = len(c.tensors)
+	case (rep.Format == "zip" || rep.Format == "legacy") && !isGlobalRefusal(rep.openErr):
+		// the structural checks of Open (storages present and large
+		// enough, views in bounds, version, byte order...) complete the audit
+		rep.addProblem(errMsg(rep.openErr))
+	}
+	if rep.openErr != nil {
+		c = nil
+	}
+	return rep, c, nil
 }
 
-// scanPickles decodes consecutive pickles in [base, base+n) and returns the
-// value of the first one (nil if it failed) and where decoding stopped.
-func scanPickles(ra io.ReaderAt, base, start, n int64, entry string, pids pidMode, lim *Limits, rep *ScanReport, maxPickles int, crc *uint32) (first any, firstOK bool, end int64) {
+// pickleScan is what scanSource found.
+type pickleScan struct {
+	first   any   // value of the first pickle, if it decoded
+	firstOK bool  // the first pickle decoded
+	failed  bool  // decoding stopped before the end of the region
+	failOff int64 // offset of the opcode it stopped on
+	state   *walkState
+}
+
+// scanPickles decodes consecutive pickles in [base, base+n) from start;
+// where decoding stops early the walker continues to the end.
+func scanPickles(ra io.ReaderAt, base, start, n int64, entry string, pids pidMode, lim *Limits, rep *ScanReport, maxPickles int, crc *uint32) pickleScan {
 	src := newSource(ra, base, n, entry)
 	src.pos = start
 	src.hash = crc != nil
-	return scanSource(src, entry, pids, lim, rep, maxPickles, crc)
+	ps := scanSource(src, entry, pids, lim, rep, maxPickles, crc, nil)
+	if ps.failed {
+		walkAt(ra, base, ps.failOff, n, entry, rep, ps.state)
+	} else if src.remaining() > 0 {
+		rep.addProblem(fmt.Sprintf("%s offset %d: %d unexplained bytes after the last pickle", entry, src.pos, src.remaining()))
+		walkAt(ra, base, src.pos, n, entry, rep, nil)
+	}
+	return ps
 }
 
-// scanSource is scanPickles on an existing source, from its current position.
-func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanReport, maxPickles int, crc *uint32) (first any, firstOK bool, end int64) {
+// walkAt runs the walker over [from, end) of the region at base.
+func walkAt(ra io.ReaderAt, base, from, end int64, entry string, rep *ScanReport, st *walkState) {
+	if from >= end {
+		return
+	}
+	walkRegion(io.NewSectionReader(ra, base+from, end-from), from, end, entry, rep, st)
+}
+
+// scanSource decodes up to maxPickles consecutive pickles from src's
+// position, recording findings in rep; storages (nil: a fresh table) is
+// shared by the pickles.
+func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanReport, maxPickles int, crc *uint32, storages map[string]*storageRef) pickleScan {
+	var ps pickleScan
 	src.entry = entry
-	storages := make(map[string]*storageRef)
+	if storages == nil {
+		storages = make(map[string]*storageRef)
+	}
 	if src.remaining() <= 0 {
 		rep.addProblem(entry + ": empty pickle")
 	}
@@ -103,10 +160,12 @@ func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanR
 		v, err := m.run()
 		if err != nil {
 			rep.addProblem(errMsg(err))
-			return first, firstOK, src.pos
+			ps.failed = true
+			ps.failOff, ps.state = m.failState()
+			return ps
 		}
 		if i == 0 {
-			first, firstOK = v, true
+			ps.first, ps.firstOK = v, true
 		}
 	}
 	if crc != nil {
@@ -116,7 +175,105 @@ func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanR
 			rep.addProblem(fmt.Sprintf("%s: CRC-32 mismatch (stored %08x, computed %08x)", entry, *crc, got))
 		}
 	}
-	return first, firstOK, src.pos
+	return ps
+}
+
+// scanStream scans a file that is not a zip as torch's legacy loader reads
+// it: the legacy magic, protocol, sys_info, object and key-list pickles,
+// the storages, and anything after them; or a bare pickle (torch would
+// unpickle its first pickle before refusing it). It returns "legacy",
+// "pickle", or "" if the first pickle does not decode.
+func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) string {
+	// one source for every pickle (see openStream)
+	src := newSource(r, 0, size, "pickle 1")
+	storages := make(map[string]*storageRef)
+	ps := scanSource(src, "pickle 1", pidNone, lim, rep, 1, nil, storages)
+	if ps.failed {
+		walkAt(r, 0, ps.failOff, size, "pickle 1", rep, ps.state)
+		rep.addProblem("not a PyTorch checkpoint (neither a zip archive nor a pickle)")
+		return ""
+	}
+	if isLegacyMagic(ps.first) {
+		var keys any
+		for i := 2; i <= 5; i++ {
+			entry := fmt.Sprintf("pickle %d", i)
+			if src.remaining() == 0 {
+				rep.addProblem(fmt.Sprintf("truncated legacy checkpoint: %s is missing", entry))
+				return "legacy"
+			}
+			mode := pidNone
+			if i == 4 {
+				mode = pidLegacy
+			}
+			ps := scanSource(src, entry, mode, lim, rep, 1, nil, storages)
+			if ps.failed {
+				walkAt(r, 0, ps.failOff, size, entry, rep, ps.state)
+				return "legacy"
+			}
+			keys = ps.first
+		}
+		scanLegacyTail(r, size, src.pos, keys, storages, rep)
+		return "legacy"
+	}
+	rep.addProblem("not a PyTorch checkpoint: a bare pickle (torch.load would unpickle it with the full unpickler)")
+	for i := 2; src.remaining() > 0; i++ {
+		entry := fmt.Sprintf("pickle %d", i)
+		if ps := scanSource(src, entry, pidNone, lim, rep, 1, nil, nil); ps.failed {
+			walkAt(r, 0, ps.failOff, size, entry, rep, ps.state)
+			break
+		}
+	}
+	return "pickle"
+}
+
+// scanLegacyTail follows the legacy storage records after the key list
+// (each an int64 element count and the data) and reports and walks any
+// bytes after the last one: torch never reads them, and a checkpoint has
+// none.
+func scanLegacyTail(r io.ReaderAt, size, pos int64, keys any, storages map[string]*storageRef, rep *ScanReport) {
+	l, ok := keys.(*list)
+	if !ok {
+		return // Open reports it; torch stops there
+	}
+	for _, k := range l.items {
+		key, _ := k.(string)
+		ref := storages[key]
+		if ref == nil || pos > size-8 {
+			return // torch stops here (Open reports why)
+		}
+		var hdr [8]byte
+		if readFull(r, hdr[:], pos) != nil {
+			return
+		}
+		n, ok := mulCheck(int64(binary.LittleEndian.Uint64(hdr[:])), int64(ref.typ.itemSize))
+		if !ok || n > size-pos-8 {
+			return
+		}
+		pos += 8 + n
+	}
+	if pos < size {
+		rep.addProblem(fmt.Sprintf("%d unexplained bytes after the last legacy storage (offset %d to %d)", size-pos, pos, size))
+		walkAt(r, 0, pos, size, "trailing bytes", rep, nil)
+	}
+}
+
+// scanZipPolyglot checks a file that torch does not read as a zip (it does
+// not start with a local header) for an end of central directory record:
+// other tools would read it as a zip archive. Its pickles are scanned and
+// the file is a polyglot.
+func scanZipPolyglot(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
+	tail := make([]byte, min(size, lenEnd+65535))
+	if readFull(r, tail, size-int64(len(tail))) != nil || !bytes.Contains(tail, []byte("PK\x05\x06")) {
+		return
+	}
+	sub := &ScanReport{}
+	scanZip(r, size, lim, sub)
+	if len(sub.Globals) == 0 && len(sub.DangerousOpcodes) == 0 && sub.Pickles == 0 {
+		return
+	}
+	rep.addProblem("polyglot: the file also ends like a zip archive holding pickles (torch reads it through its legacy path, other tools as a zip)")
+	sub.Problems = nil
+	rep.merge(sub)
 }
 
 func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
@@ -130,6 +287,7 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	for _, p := range z.problems {
 		rep.addProblem(p.entry + ": " + p.msg)
 	}
+	scanZipGaps(z, rep)
 	nData := 0
 	var spent int64 // file bytes decoded so far; see openZip
 	overlap := func(e *zipEntry) bool {
@@ -144,6 +302,13 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 			nData++
 		}
 		isPkl := strings.HasSuffix(asciiLower(e.name), ".pkl") // torch matches names case-insensitively
+		if isPkl && e.method == 8 && e.dataOff >= 0 && e.flags&badZipFlags == 0 {
+			if overlap(e) {
+				break
+			}
+			scanDeflated(z, e, lim, rep)
+			continue
+		}
 		ra, off, n, ok := z.pickleReader(e, lim.MaxPickleBytes)
 		if !ok {
 			if isPkl {
@@ -175,12 +340,8 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 		scanPickles(ra, off, 0, min(n, lim.MaxPickleBytes), e.name, pidZip, lim, sub, 1, nil)
 		if len(sub.Globals) > 0 || len(sub.DangerousOpcodes) > 0 {
 			rep.addProblem(e.name + ": pickle hidden in a non-.pkl member")
-			rep.Globals = append(rep.Globals, sub.Globals...)
-			rep.DangerousOpcodes = append(rep.DangerousOpcodes, sub.DangerousOpcodes...)
-			rep.Pickles += sub.Pickles
-			for i, s := range sub.seen {
-				rep.seen[i] = rep.seen[i] || s
-			}
+			sub.Problems = nil
+			rep.merge(sub)
 		}
 	}
 	if nData == 0 {
@@ -227,8 +388,14 @@ func scanLocalHeaders(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 		if end < 0 {
 			end = size
 		}
-		if strings.HasSuffix(asciiLower(string(name)), ".pkl") && method == 0 && flags&badZipFlags == 0 {
-			scanPickles(r, data, 0, end-data, string(name), pidZip, lim, rep, 1, nil)
+		if strings.HasSuffix(asciiLower(string(name)), ".pkl") && flags&badZipFlags == 0 {
+			switch method {
+			case 0:
+				scanPickles(r, data, 0, end-data, string(name), pidZip, lim, rep, 1, nil)
+			case 8:
+				e := &zipEntry{name: string(name), method: 8, csize: end - data, usize: -1, dataOff: data}
+				scanDeflated(&zipArchive{r: r, size: size}, e, lim, rep)
+			}
 		}
 		if end >= size {
 			return
@@ -263,37 +430,4 @@ func findSig(r io.ReaderAt, from, size int64) int64 {
 		from += n - int64(len(sig)) + 1
 	}
 	return -1
-}
-
-func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
-	// one source for every pickle (see openStream)
-	src := newSource(r, 0, size, "pickle 1")
-	first, ok, end := scanSource(src, "pickle 1", pidNone, lim, rep, 1, nil)
-	if !ok {
-		rep.addProblem("not a PyTorch checkpoint (neither a zip archive nor a pickle)")
-		return
-	}
-	if isLegacyMagic(first) {
-		rep.Format = "legacy"
-		for i := 2; i <= 5 && end < size; i++ {
-			mode := pidNone
-			if i == 4 {
-				mode = pidLegacy
-			}
-			var ok bool
-			if _, ok, end = scanSource(src, fmt.Sprintf("pickle %d", i), mode, lim, rep, 1, nil); !ok {
-				return
-			}
-		}
-		return
-	}
-	rep.Format = "pickle"
-	rep.addProblem("not a PyTorch checkpoint: a bare pickle (torch.load would unpickle it with the full unpickler)")
-	for i := 2; end < size; i++ {
-		var ok bool
-		_, ok, end = scanSource(src, fmt.Sprintf("pickle %d", i), pidNone, lim, rep, 1, nil)
-		if !ok {
-			return
-		}
-	}
 }

@@ -3,6 +3,7 @@ package torch
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // GlobalUse is one GLOBAL/STACK_GLOBAL/INST/EXT reference found by Scan.
@@ -230,4 +231,55 @@ func (s *scanSink) opcode(op byte, off int64, target string) {
 
 func (s *scanSink) problem(entry string, off int64, msg string) {
 	s.rep.addProblem(fmt.Sprintf("%s offset %d: %s", entry, off, msg))
+}
+
+// refusal is the error Open/NewReader return for a file whose verdict is
+// not clean: the global or code-running opcode that makes it dangerous
+// (the strict decoder's refusal first, then anything the scan found, in
+// file order), else the strict decoder's error, else what makes it
+// unsupported, else its first problem (polyglots first).
+func (r *ScanReport) refusal() error {
+	if r.openErr != nil && isGlobalRefusal(r.openErr) {
+		return r.openErr
+	}
+	inert := map[string]bool{}
+	for _, g := range r.Globals {
+		if g.Verdict == "unsupported" {
+			inert[g.String()] = true
+		}
+	}
+	for _, g := range r.Globals {
+		if g.Verdict != "allowed" && g.Verdict != "unsupported" {
+			return &Error{Kind: ErrNotAllowed, Entry: g.Entry, Offset: g.Offset, Global: g.String(),
+				Msg: fmt.Sprintf("refusing global %s (%s)", g, g.Reason)}
+		}
+	}
+	for _, o := range r.DangerousOpcodes {
+		if !inert[o.Target] {
+			return &Error{Kind: ErrNotAllowed, Entry: o.Entry, Offset: o.Offset, Global: o.Target,
+				Msg: fmt.Sprintf("refusing %s on %s (a real unpickler would run code)", o.Opcode, o.Target)}
+		}
+	}
+	for _, p := range r.Problems {
+		if strings.HasPrefix(p, "polyglot") {
+			return &Error{Kind: ErrCorrupt, Offset: -1, Msg: p}
+		}
+	}
+	if r.openErr != nil {
+		return r.openErr
+	}
+	for _, g := range r.Globals {
+		if g.Verdict == "unsupported" {
+			return &Error{Kind: ErrUnsupported, Entry: g.Entry, Offset: g.Offset, Global: g.String(),
+				Msg: fmt.Sprintf("refusing global %s (%s)", g, g.Reason)}
+		}
+	}
+	if len(r.Problems) > 0 {
+		msg := r.Problems[0]
+		if len(r.Problems) > 1 {
+			msg += fmt.Sprintf(" (and %d more problems; run scan for the list)", len(r.Problems)-1)
+		}
+		return &Error{Kind: ErrCorrupt, Offset: -1, Msg: msg}
+	}
+	return &Error{Kind: ErrCorrupt, Offset: -1, Msg: "not a PyTorch checkpoint"}
 }

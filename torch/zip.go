@@ -53,6 +53,8 @@ type zipArchive struct {
 	entries  []*zipEntry
 	byName   map[string]*zipEntry // first entry of each name
 	cdOffset int64
+	cdEnd    int64 // end of the central directory: the zip64 end record or the end record
+	eocd     int64 // offset of the end of central directory record
 	problems []zipProblem
 }
 
@@ -145,7 +147,7 @@ func readZip(r io.ReaderAt, size int64, lim *Limits) (*zipArchive, error) {
 	if err := readFull(r, cd, cdOff); err != nil {
 		return nil, err
 	}
-	z := &zipArchive{r: r, size: size, cdOffset: cdOff, byName: make(map[string]*zipEntry, n)}
+	z := &zipArchive{r: r, size: size, cdOffset: cdOff, cdEnd: cdEnd, eocd: eocd, byName: make(map[string]*zipEntry, n)}
 	folded := make(map[string]string, n)
 	p := 0
 	for i := int64(0); i < n; i++ {

@@ -1,0 +1,213 @@
+package torch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// tarReadByTorch are the members torch's legacy tar loader extracts and
+// unpickles (sys_info is scanned too, in case a torch version reads it).
+var tarReadByTorch = map[string]bool{"storages": true, "tensors": true, "pickle": true, "sys_info": true}
+
+// scanTar scans a file whose first block Python's tarfile accepts, the
+// way torch's legacy_load would read it: "storages" (a count pickle, then
+// per storage an argument pickle and raw data, then a views pickle),
+// "tensors" (a count pickle, then per tensor two pickles and binary
+// metadata), "pickle" (the object). Every member of those names is
+// scanned (tarfile returns the last, but a listing that differs from
+// Python's by one member must not hide the other); where structure is lost
+// the walker continues to the end of the member.
+func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
+	members, problems := listTar(r, size, lim.MaxZipEntries)
+	for _, p := range problems {
+		rep.addProblem("tar: " + p)
+	}
+	byName := map[string]tarMember{}
+	for _, m := range members {
+		byName[m.name] = m // tarfile's getmember returns the last
+	}
+	for _, m := range members {
+		if !tarReadByTorch[m.name] {
+			continue
+		}
+		entry := "tar member " + m.name
+		if !tarRegular(m.typ) {
+			rep.addProblem(fmt.Sprintf("%s is a link or special file (type %q) pointing to %q: torch would read what it points to", entry, m.typ, m.linkname))
+			t, ok := byName[m.linkname]
+			if m.typ != '1' || !ok || !tarRegular(t.typ) {
+				continue
+			}
+			m.dataOff, m.size = t.dataOff, t.size
+		}
+		n := min(max(m.size, 0), size-m.dataOff)
+		if n <= 0 {
+			continue
+		}
+		switch m.name {
+		case "storages":
+			scanTarStorages(r, m.dataOff, n, entry, lim, rep)
+		case "tensors":
+			scanTarTensors(r, m.dataOff, n, entry, lim, rep)
+		default:
+			scanPickles(r, m.dataOff, 0, n, entry, pidLegacy, lim, rep, 1, nil)
+		}
+	}
+}
+
+// tarSeq decodes the pickles and binary records of a tar member in order.
+type tarSeq struct {
+	r        io.ReaderAt
+	base, n  int64
+	src      *source
+	entry    string
+	lim      *Limits
+	rep      *ScanReport
+	storages map[string]*storageRef
+	done     bool
+}
+
+func newTarSeq(r io.ReaderAt, base, n int64, entry string, lim *Limits, rep *ScanReport) *tarSeq {
+	return &tarSeq{r: r, base: base, n: n, src: newSource(r, base, n, entry), entry: entry, lim: lim, rep: rep,
+		storages: make(map[string]*storageRef)}
+}
+
+// pickle decodes the next pickle; on failure the walker takes over to the
+// end of the member and ok is false.
+func (t *tarSeq) pickle() (any, bool) {
+	if t.done {
+		return nil, false
+	}
+	if t.src.remaining() == 0 {
+		t.rep.addProblem(fmt.Sprintf("%s: truncated (a pickle is missing at offset %d)", t.entry, t.src.pos))
+		t.done = true
+		return nil, false
+	}
+	ps := scanSource(t.src, t.entry, pidLegacy, t.lim, t.rep, 1, nil, t.storages)
+	if ps.failed {
+		walkAt(t.r, t.base, ps.failOff, t.n, t.entry, t.rep, ps.state)
+		t.done = true
+		return nil, false
+	}
+	return ps.first, true
+}
+
+// skip passes over k bytes of binary data.
+func (t *tarSeq) skip(k int64) bool {
+	if t.done {
+		return false
+	}
+	if k < 0 || k > t.src.remaining() {
+		t.rep.addProblem(fmt.Sprintf("%s offset %d: %d bytes of data expected, %d remain", t.entry, t.src.pos, k, t.src.remaining()))
+		t.done = true
+		return false
+	}
+	t.src.pos += k
+	return true
+}
+
+func (t *tarSeq) u64() (uint64, bool) {
+	if t.done || t.src.remaining() < 8 {
+		t.skip(8)
+		return 0, false
+	}
+	var b [8]byte
+	if readFull(t.r, b[:], t.base+t.src.pos) != nil {
+		t.done = true
+		return 0, false
+	}
+	t.src.pos += 8
+	return binary.LittleEndian.Uint64(b[:]), true
+}
+
+// lost gives up on the structure: the rest of the member is walked.
+func (t *tarSeq) lost(why string) {
+	if t.done {
+		return
+	}
+	t.rep.addProblem(fmt.Sprintf("%s offset %d: %s; the rest of the member is walked for globals", t.entry, t.src.pos, why))
+	walkAt(t.r, t.base, t.src.pos, t.n, t.entry, t.rep, nil)
+	t.done = true
+}
+
+// finish reports and walks bytes after the last record.
+func (t *tarSeq) finish() {
+	if t.done || t.src.remaining() == 0 {
+		return
+	}
+	t.rep.addProblem(fmt.Sprintf("%s offset %d: %d unexplained bytes after the last record", t.entry, t.src.pos, t.src.remaining()))
+	walkAt(t.r, t.base, t.src.pos, t.n, t.entry, t.rep, nil)
+}
+
+func scanTarStorages(r io.ReaderAt, base, n int64, entry string, lim *Limits, rep *ScanReport) {
+	t := newTarSeq(r, base, n, entry, lim, rep)
+	v, ok := t.pickle()
+	if !ok {
+		return
+	}
+	count, isInt := v.(int64)
+	if !isInt || count < 0 {
+		t.lost("the storage count is not a non-negative int")
+		return
+	}
+	for i := int64(0); i < count; i++ {
+		v, ok := t.pickle()
+		if !ok {
+			return
+		}
+		args, _ := v.(tuple)
+		var g *global
+		if len(args) == 3 {
+			g, _ = args[2].(*global)
+		}
+		if g == nil || g.allow == nil || g.allow.role != roleStorageType {
+			t.lost("storage arguments are not (key, location, storage type)")
+			return
+		}
+		numel, ok := t.u64()
+		if !ok {
+			return
+		}
+		k, ok := mulCheck(int64(numel), int64(g.allow.storage.itemSize))
+		if !ok || !t.skip(k) {
+			return
+		}
+	}
+	if _, ok := t.pickle(); ok { // storage views
+		t.finish()
+	}
+}
+
+func scanTarTensors(r io.ReaderAt, base, n int64, entry string, lim *Limits, rep *ScanReport) {
+	t := newTarSeq(r, base, n, entry, lim, rep)
+	v, ok := t.pickle()
+	if !ok {
+		return
+	}
+	count, isInt := v.(int64)
+	if !isInt || count < 0 {
+		t.lost("the tensor count is not a non-negative int")
+		return
+	}
+	for i := int64(0); i < count; i++ {
+		if _, ok := t.pickle(); !ok { // key
+			return
+		}
+		if _, ok := t.pickle(); !ok { // storage id
+			return
+		}
+		nd, ok := t.u64() // int32 ndim, then 4 ignored bytes
+		if !ok {
+			return
+		}
+		ndim := int64(int32(uint32(nd)))
+		if ndim < 0 || ndim > t.src.remaining()/16 {
+			t.lost(fmt.Sprintf("tensor rank %d does not fit in the member", ndim))
+			return
+		}
+		if !t.skip(16*ndim + 8) {
+			return
+		}
+	}
+	t.finish()
+}
