@@ -636,6 +636,18 @@ func TestDirSharded(t *testing.T) {
 	}
 	assertOnly(t, bad, shard1, shard2, "pytorch_model.bin.index.json")
 
+	// Two source indexes that both map to model.safetensors.index.json:
+	// the second would silently replace the first.
+	two := t.TempDir()
+	copyFile(t, "../testdata/torch/tiny_transformer.bin", filepath.Join(two, shard1))
+	writeTorchZip(t, filepath.Join(two, shard2), []torchtest.Tensor{synth("extra.a", "F32", 1, 3, 4), synth("extra.b", "BF16", 2, 5)})
+	os.WriteFile(filepath.Join(two, "pytorch_model.bin.index.json"), idx, 0o666)
+	os.WriteFile(filepath.Join(two, "pytorch_model.pt.index.json"), idx, 0o666)
+	if _, err := Dir(two, two, Options{}); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "model.safetensors.index.json") {
+		t.Errorf("two indexes, one output: %v", err)
+	}
+	assertOnly(t, two, shard1, shard2, "pytorch_model.bin.index.json", "pytorch_model.pt.index.json")
+
 	// An index may not point outside its directory.
 	os.WriteFile(filepath.Join(bad, "pytorch_model.bin.index.json"), []byte(`{"weight_map":{"a":"../x.bin"}}`), 0o666)
 	if _, err := Dir(bad, bad, Options{}); !errors.Is(err, ErrInput) {

@@ -92,6 +92,11 @@ func Dir(in, outDir string, opt Options) (*DirReport, error) {
 				return nil, err
 			}
 			ij.out = filepath.Join(outDir, IndexOutputName(name))
+			for _, prev := range indexes {
+				if prev.out == ij.out {
+					return nil, fmt.Errorf("%w: %s and %s would both be written to %s; convert them separately", ErrInput, filepath.Base(prev.in), name, ij.out)
+				}
+			}
 			indexes = append(indexes, ij)
 			continue
 		}
