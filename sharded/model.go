@@ -2,6 +2,7 @@ package sharded
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +25,24 @@ type OpenOption func(*openOptions) error
 
 type openOptions struct {
 	concurrency int
+	maxShards   int
+}
+
+// DefaultMaxShards bounds how many shards an index may name: each costs a
+// file or a request, so a hostile index must not ask for millions. The
+// largest public checkpoints have a few hundred.
+const DefaultMaxShards = 10_000
+
+// WithMaxShards sets how many distinct shards an index may name (default
+// [DefaultMaxShards]); at least 1.
+func WithMaxShards(n int) OpenOption {
+	return func(o *openOptions) error {
+		if n < 1 {
+			return fmt.Errorf("%w: max shards %d, want at least 1", ErrOption, n)
+		}
+		o.maxShards = n
+		return nil
+	}
 }
 
 // WithConcurrency sets how many shards are opened (their headers read) at
@@ -39,7 +58,7 @@ func WithConcurrency(n int) OpenOption {
 }
 
 func buildOpenOptions(opts []OpenOption) (openOptions, error) {
-	o := openOptions{concurrency: DefaultConcurrency}
+	o := openOptions{concurrency: DefaultConcurrency, maxShards: DefaultMaxShards}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return o, err
@@ -128,15 +147,28 @@ func Open(ctx context.Context, path string, opts ...OpenOption) (*Model, error) 
 	return Single(path, ls), nil
 }
 
-// isIndexFile tells an index from a safetensors file by name, then by its
-// first byte (a safetensors file starts with a binary length).
+// isIndexFile tells an index from a safetensors file: by extension, else
+// by content. A safetensors file starts with a little-endian header length
+// that fits the file, which JSON text (`{"metadata"...`) never does; the
+// first byte alone is not enough ('{' is a valid low byte of a length).
 func isIndexFile(f *os.File, path string) bool {
-	if strings.HasSuffix(path, ".json") {
+	switch {
+	case strings.HasSuffix(path, ".json"):
 		return true
+	case strings.HasSuffix(path, ".safetensors"):
+		return false
 	}
-	var b [1]byte
+	var b [8]byte
 	n, _ := f.ReadAt(b[:], 0)
-	return n == 1 && b[0] == '{'
+	if n < 8 || b[0] != '{' {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	hlen := binary.LittleEndian.Uint64(b[:])
+	return hlen > safetensors.DefaultMaxHeaderSize || hlen > uint64(st.Size())-8
 }
 
 // OpenDir opens the model in a local directory: model.safetensors if
@@ -258,6 +290,9 @@ func OpenIndex(ctx context.Context, idx *Index, name string, op Opener, opts ...
 		return nil, err
 	}
 	names := idx.Shards()
+	if len(names) > o.maxShards {
+		return nil, indexErr(ErrInvalidIndex, name, "", "names %d shards, more than the limit of %d (WithMaxShards)", len(names), o.maxShards)
+	}
 	srcs := make([]safetensors.Source, len(names))
 	closeAll := func() {
 		for _, s := range srcs {

@@ -1,6 +1,7 @@
 package sharded
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -328,4 +329,48 @@ func TestOpenDirChoices(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Close()
+}
+
+// Open tells an index from a safetensors file by content when the name
+// does not say: an unpadded header of 123 bytes makes a safetensors file
+// start with '{' too.
+func TestOpenSniffsContent(t *testing.T) {
+	dir := t.TempDir()
+	hdr := []byte(`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`)
+	hdr = append(hdr, bytes.Repeat([]byte(" "), 123-len(hdr))...)
+	file := append([]byte{123, 0, 0, 0, 0, 0, 0, 0}, hdr...)
+	file = append(file, 42)
+	weights := filepath.Join(dir, "weights.bin")
+	os.WriteFile(weights, file, 0o644)
+	m, err := Open(context.Background(), weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Index() != nil || len(m.Names()) != 1 {
+		t.Errorf("read as %v / %v", m.Index(), m.Names())
+	}
+	m.Close()
+
+	src := twoShardDir(t)
+	b, _ := os.ReadFile(filepath.Join(src, IndexName))
+	renamed := filepath.Join(src, "index.txt")
+	os.WriteFile(renamed, b, 0o644)
+	m, err = Open(context.Background(), renamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Index() == nil || len(m.Shards()) != 2 {
+		t.Errorf("index not recognized: %v", m.Shards())
+	}
+	m.Close()
+}
+
+func TestMaxShards(t *testing.T) {
+	dir := twoShardDir(t)
+	if _, err := Open(context.Background(), dir, WithMaxShards(1)); !errors.Is(err, ErrInvalidIndex) || !strings.Contains(err.Error(), "2 shards") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := Open(context.Background(), dir, WithMaxShards(0)); !errors.Is(err, ErrOption) {
+		t.Errorf("got %v", err)
+	}
 }
