@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -239,7 +240,8 @@ func (s *scanSink) problem(entry string, off int64, msg string) {
 // file order), else the strict decoder's error, else what makes it
 // unsupported, else its first problem (polyglots first).
 func (r *ScanReport) refusal() error {
-	if r.openErr != nil && isGlobalRefusal(r.openErr) {
+	var oe *Error
+	if errors.As(r.openErr, &oe) && oe.Kind == ErrNotAllowed {
 		return r.openErr
 	}
 	inert := map[string]bool{}
