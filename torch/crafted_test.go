@@ -171,49 +171,49 @@ func craftedFiles() []craftedEntry {
 	evil := systemPickle()
 	img := tarImage(tarM{name: "pickle", data: evil})
 	add(craftedEntry{Name: "tar_v7_longname_pickle_polyglot.pt", Class: "container-polyglot",
-		Attack: "a valid legacy checkpoint whose first 512 bytes are also a tar header (GNU long-name header, then V7 headers without ustar magic, valid checksums) of members storages, tensors, pickle: torch.load reads the tar and unpickles member 'pickle' = posix.system",
+		Attack:      "a valid legacy checkpoint whose first 512 bytes are also a tar header (GNU long-name header, then V7 headers without ustar magic, valid checksums) of members storages, tensors, pickle: torch.load reads the tar and unpickles member 'pickle' = posix.system",
 		ScanVerdict: "dangerous", Globals: sys, Entry: "tar member pickle", Offset: off(2), Convert: "refuse", ConvertErr: "not allowed",
 		data: legacyTarPolyglot(img, false)})
 	add(craftedEntry{Name: "tar_v7_polyglot_benign_member.pt", Class: "container-polyglot",
-		Attack: "the same polyglot with a harmless member: nothing dangerous, but torch and convert would read different files",
+		Attack:      "the same polyglot with a harmless member: nothing dangerous, but torch and convert would read different files",
 		ScanVerdict: "invalid", Convert: "refuse", ConvertErr: "corrupt", data: legacyTarPolyglot(tarImage(tarM{name: "pickle", data: hPickle("N")}), false)})
 	add(craftedEntry{Name: "tar_signed_checksum_polyglot.pt", Class: "container-polyglot",
-		Attack: "the tar header checksum is the signed-char sum (tarfile accepts either; the header holds bytes >= 0x80)",
+		Attack:      "the tar header checksum is the signed-char sum (tarfile accepts either; the header holds bytes >= 0x80)",
 		ScanVerdict: "dangerous", Globals: sys, Entry: "tar member pickle", Offset: off(2), Convert: "refuse", ConvertErr: "not allowed",
 		data: legacyTarPolyglot(img, true)})
 	add(craftedEntry{Name: "tar_size_field_dialect.pt", Class: "container-polyglot",
-		Attack: "the member size is written ' 0o4_3 ' (int(s, 8) accepts blanks, the 0o prefix and underscores): a reader with strict octal misses the member",
+		Attack:      "the member size is written ' 0o4_3 ' (int(s, 8) accepts blanks, the 0o prefix and underscores): a reader with strict octal misses the member",
 		ScanVerdict: "dangerous", Globals: sys, Entry: "tar member pickle", Offset: off(2), Convert: "refuse", ConvertErr: "not allowed",
 		data: legacyTarPolyglot(tarImage(tarM{name: "pickle", data: evil, sizeField: fmt.Sprintf(" 0o%s_%s ", fmt.Sprintf("%o", len(evil))[:1], fmt.Sprintf("%o", len(evil))[1:])}), false)})
 	add(craftedEntry{Name: "tar_pax_path_polyglot.pt", Class: "container-polyglot",
-		Attack: "a pax extended header renames member 'not-pickle' to 'pickle'",
+		Attack:      "a pax extended header renames member 'not-pickle' to 'pickle'",
 		ScanVerdict: "dangerous", Globals: sys, Entry: "tar member pickle", Offset: off(2), Convert: "refuse", ConvertErr: "not allowed",
 		data: legacyTarPolyglot(tarImage(tarM{name: "pickle", data: evil, pax: true}), false)})
 	{
 		// storages member: count 1, then args (key, location, <evil storage type>)
 		st := cat(hPickle("K\x01"), hPickle("(", hStr("0"), hStr("cpu"), "cos\nsystem\ntR"))
 		add(craftedEntry{Name: "tar_storages_member_global.pt", Class: "container-polyglot",
-			Attack: "tar polyglot whose 'storages' member carries os.system in the storage-argument pickle",
+			Attack:      "tar polyglot whose 'storages' member carries os.system in the storage-argument pickle",
 			ScanVerdict: "dangerous", Globals: []string{"os.system"}, Entry: "tar member storages", Convert: "refuse", ConvertErr: "not allowed",
 			data: legacyTarPolyglot(tarImage(tarM{name: "storages", data: st}), false)})
 		tn := cat(hPickle("K\x01"), hPickle(hStr("k")), hPickle(systemCall))
 		add(craftedEntry{Name: "tar_tensors_member_global.pt", Class: "container-polyglot",
-			Attack: "tar polyglot whose 'tensors' member carries posix.system in a tensor's storage-id pickle",
+			Attack:      "tar polyglot whose 'tensors' member carries posix.system in a tensor's storage-id pickle",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "tar member tensors", Convert: "refuse", ConvertErr: "not allowed",
 			data: legacyTarPolyglot(tarImage(tarM{name: "tensors", data: tn}), false)})
 	}
 	base := benignLegacy()
 	add(craftedEntry{Name: "legacy_trailing_pickle.pt", Class: "container-polyglot",
-		Attack: "a valid legacy checkpoint followed by a pickle calling posix.system after the last storage",
+		Attack:      "a valid legacy checkpoint followed by a pickle calling posix.system after the last storage",
 		ScanVerdict: "dangerous", Globals: sys, Entry: "trailing bytes", Offset: off(len(base) + 2), Convert: "refuse", ConvertErr: "not allowed",
 		data: cat(base, evil)})
 	add(craftedEntry{Name: "legacy_trailing_junk.pt", Class: "container-polyglot",
-		Attack: "a valid legacy checkpoint followed by bytes nothing explains",
+		Attack:      "a valid legacy checkpoint followed by bytes nothing explains",
 		ScanVerdict: "invalid", Convert: "refuse", ConvertErr: "corrupt", data: cat(base, "\x00\x01\x02junk that is not a pickle\xff")})
 	{
 		z := hCheckpoint(cat(0x80, 2, systemCall, "."), "0", f32s(4))
 		add(craftedEntry{Name: "legacy_then_zip_polyglot.pt", Class: "container-polyglot",
-			Attack: "a valid legacy checkpoint with a torch zip appended: torch takes the legacy path, zip readers (and scanners) the zip, whose data.pkl calls posix.system",
+			Attack:      "a valid legacy checkpoint with a torch zip appended: torch takes the legacy path, zip readers (and scanners) the zip, whose data.pkl calls posix.system",
 			ScanVerdict: "dangerous", Globals: sys, Convert: "refuse", ConvertErr: "not allowed", data: cat(base, z)})
 	}
 	{
@@ -225,11 +225,11 @@ func craftedFiles() []craftedEntry {
 		nz := cat(z[:cdOff], gap, z[cdOff:])
 		fixCD(nz, cdOff+len(gap))
 		add(craftedEntry{Name: "zip_gap_pickle.pt", Class: "container-polyglot",
-			Attack: "a pickle hidden between the last zip member and the central directory (no record covers it)",
+			Attack:      "a pickle hidden between the last zip member and the central directory (no record covers it)",
 			ScanVerdict: "dangerous", Globals: sys, Entry: fmt.Sprintf("zip gap at offset %d", cdOff), Offset: off(2), Convert: "refuse", ConvertErr: "not allowed", data: nz})
 	}
 	add(craftedEntry{Name: "bare_pickle_then_garbage.bin", Class: "container-polyglot",
-		Attack: "a harmless bare pickle, then junk, then a payload pickle after a PROTO",
+		Attack:      "a harmless bare pickle, then junk, then a payload pickle after a PROTO",
 		ScanVerdict: "dangerous", Globals: sys, Convert: "refuse", ConvertErr: "not allowed",
 		data: cat(hPickle("N"), "\xfe\xfd junk", evil)})
 
@@ -238,24 +238,24 @@ func craftedFiles() []craftedEntry {
 	{
 		p := benignZipPickle(allowed10k, systemCall, "0")
 		add(craftedEntry{Name: "cap_10001_allowed_then_system.pt", Class: "caps",
-			Attack: "10,001 allowlisted GLOBALs fill the findings list, then posix.system",
+			Attack:      "10,001 allowlisted GLOBALs fill the findings list, then posix.system",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "archive/data.pkl", Offset: off(bytes.Index(p, []byte("cposix"))), Convert: "refuse", ConvertErr: "not allowed",
 			data: hCheckpoint(p, "0", f32s(4))})
 		p = benignZipPickle(allowed10k, "ctorch._tensor\n_rebuild_from_type_v2\n(cposix\nsystem\nctorch\nTensor\n(X\x04\x00\x00\x00truet}tR0")
 		add(craftedEntry{Name: "cap_rebuild_from_type_v2_calls_system.pt", Class: "caps",
-			Attack: "after 10,001 allowed globals, torch._tensor._rebuild_from_type_v2(posix.system, Tensor, ('true',), {}) calls its first argument",
+			Attack:      "after 10,001 allowed globals, torch._tensor._rebuild_from_type_v2(posix.system, Tensor, ('true',), {}) calls its first argument",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "archive/data.pkl", Convert: "refuse", ConvertErr: "not allowed",
 			data: hCheckpoint(p, "0", f32s(4))})
 		p = benignZipPickle(repeat("cos\ngetcwd\n0", 10001), systemCall, "0")
 		add(craftedEntry{Name: "cap_10001_notallowed_then_other.pt", Class: "caps",
-			Attack: "10,001 uses of os.getcwd fill the list, then a different global, posix.system: both must be named",
+			Attack:      "10,001 uses of os.getcwd fill the list, then a different global, posix.system: both must be named",
 			ScanVerdict: "dangerous", Globals: []string{"os.getcwd", "posix.system"}, Entry: "archive/data.pkl", Convert: "refuse", ConvertErr: "not allowed",
 			data: hCheckpoint(p, "0", f32s(4))})
 	}
 	{
 		p := cat(0x80, 2, repeat("(", 70000), systemCall, ".")
 		add(craftedEntry{Name: "cap_marks_then_system.pkl", Class: "caps",
-			Attack: "70,000 nested MARKs exceed the decoder's mark cap; posix.system follows",
+			Attack:      "70,000 nested MARKs exceed the decoder's mark cap; posix.system follows",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "pickle 1", Offset: off(70002), Convert: "refuse", ConvertErr: "not allowed", data: p})
 	}
 	{
@@ -263,7 +263,7 @@ func craftedFiles() []craftedEntry {
 		body := cat(0x80, 4, 0x8e, binary.LittleEndian.AppendUint64(nil, uint64(padN)), make([]byte, padN), "0", systemCall, ".")
 		z := hZip([]hEntry{{name: "archive/data.pkl", data: body, deflate: true}, {name: "archive/version", data: []byte("3\n")}}, nil)
 		add(craftedEntry{Name: "cap_deflated_padding_then_system.pt", Class: "caps",
-			Attack: "data.pkl stored DEFLATE: 8 MiB of padding (far past the in-memory inflation cap), then posix.system",
+			Attack:      "data.pkl stored DEFLATE: 8 MiB of padding (far past the in-memory inflation cap), then posix.system",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "archive/data.pkl", Offset: off(11 + padN + 1), Convert: "refuse", ConvertErr: "not allowed", data: z})
 	}
 
@@ -277,17 +277,17 @@ func craftedFiles() []craftedEntry {
 	for _, d := range dialects {
 		p := cat(d.op, systemCall, ".")
 		add(craftedEntry{Name: "parser_" + d.name + "_then_system.pkl", Class: "parser",
-			Attack: fmt.Sprintf("CPython accepts %q; a stricter decoder stops before posix.system", truncate([]byte(d.op))),
+			Attack:      fmt.Sprintf("CPython accepts %q; a stricter decoder stops before posix.system", truncate([]byte(d.op))),
 			ScanVerdict: "dangerous", Globals: sys, Entry: "pickle 1", Offset: off(bytes.Index(p, []byte("cposix"))), Convert: "refuse", ConvertErr: "not allowed", data: p})
 	}
 	{
 		p := cat("L0x", repeat("f", 10000), "L\n0", systemCall, ".")
 		add(craftedEntry{Name: "parser_huge_hex_long_then_system.pkl", Class: "parser",
-			Attack: "a 10,000-digit hex LONG (CPython has no digit limit for power-of-two bases; ours refuses it) then posix.system: the walker must go on",
+			Attack:      "a 10,000-digit hex LONG (CPython has no digit limit for power-of-two bases; ours refuses it) then posix.system: the walker must go on",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "pickle 1", Offset: off(bytes.Index(p, []byte("cposix"))), Convert: "refuse", ConvertErr: "not allowed", data: p})
 		p = cat(0x80, 4, 0x8c, 5, "posix", 0x94, 0x8c, 6, "system", 0x94, "I0x1g\n", 0x68, 0, 0x68, 1, 0x93, "0.")
 		add(craftedEntry{Name: "parser_refused_then_memo_stack_global.pkl", Class: "parser",
-			Attack: "names stored in the memo, an INT CPython also refuses, then STACK_GLOBAL from memo GETs: the walker tracks strings through the memo",
+			Attack:      "names stored in the memo, an INT CPython also refuses, then STACK_GLOBAL from memo GETs: the walker tracks strings through the memo",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "pickle 1", Convert: "refuse", ConvertErr: "not allowed", data: p})
 	}
 	{
@@ -295,27 +295,27 @@ func craftedFiles() []craftedEntry {
 		pkl := cat("(", hStr("w"), "ctorch._utils\n_rebuild_tensor_v2\n(", hPid("FloatStorage", "0", 10),
 			"I0\n(I010\nt(I1\ntI00\nccollections\nOrderedDict\n)RtRd.")
 		add(craftedEntry{Name: "parser_octal_size_converts.pt", Class: "parser",
-			Attack: "a tensor whose size is the protocol-0 literal I010 (octal 8 for CPython): converted with 8 elements, scanned clean",
+			Attack:      "a tensor whose size is the protocol-0 literal I010 (octal 8 for CPython): converted with 8 elements, scanned clean",
 			ScanVerdict: "clean", Convert: "convert", data: hCheckpoint(pkl, "0", f32s(10))})
 	}
 
 	// ---- 4. names that lie ----
 	add(craftedEntry{Name: "zip_named_model.safetensors", Class: "names",
-		Attack: "a torch zip whose data.pkl calls posix.system, named like a safetensors file",
+		Attack:      "a torch zip whose data.pkl calls posix.system, named like a safetensors file",
 		ScanVerdict: "dangerous", Globals: sys, Entry: "archive/data.pkl", Offset: off(2), Convert: "refuse", ConvertErr: "not allowed",
 		data: hCheckpoint(cat(0x80, 2, systemCall, "."), "0", f32s(4))})
 	add(craftedEntry{Name: "legacy_named_config.json", Class: "names",
-		Attack: "a harmless legacy checkpoint named .json: decided by content, it converts",
+		Attack:      "a harmless legacy checkpoint named .json: decided by content, it converts",
 		ScanVerdict: "clean", Convert: "convert", data: base})
 
 	// ---- 5. scan and convert agree ----
 	add(craftedEntry{Name: "agree_10001_allowed_globals.pt", Class: "agreement",
-		Attack: "a valid checkpoint with 10,001 allowlisted GLOBAL opcodes: converts, so scan must say clean",
+		Attack:      "a valid checkpoint with 10,001 allowlisted GLOBAL opcodes: converts, so scan must say clean",
 		ScanVerdict: "clean", Convert: "convert", data: hCheckpoint(benignZipPickle(allowed10k), "0", f32s(4))})
 
 	// ---- defects ----
 	add(craftedEntry{Name: "legacy_sys_info_little_endian_1.pt", Class: "defect",
-		Attack: "legacy sys_info with little_endian=1 (an int): torch ignores sys_info",
+		Attack:      "legacy sys_info with little_endian=1 (an int): torch ignores sys_info",
 		ScanVerdict: "clean", Convert: "convert",
 		data: bytes.Replace(base, []byte("little_endian\x00\x00\x00\x88"), []byte("little_endian\x00\x00\x00K\x01"), 1)})
 	return out
@@ -332,16 +332,16 @@ func pythonCrafted() []craftedEntry {
 	by := "python3 testdata/crafted/make_python.py (pickle, tarfile, zipfile)"
 	return []craftedEntry{
 		{Name: "py_tar_pickle_member.pt", Class: "container-polyglot", MadeBy: by,
-			Attack: "a ustar tar written by tarfile with members storages/tensors/pickle; 'pickle' is pickle.dumps of posix.system('true')",
+			Attack:      "a ustar tar written by tarfile with members storages/tensors/pickle; 'pickle' is pickle.dumps of posix.system('true')",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "tar member pickle", Convert: "refuse", ConvertErr: "not allowed"},
 		{Name: "py_gnutar_storages_member.pt", Class: "container-polyglot", MadeBy: by,
-			Attack: "a GNU tar whose 'storages' member (the first pickle torch reads) is the payload",
+			Attack:      "a GNU tar whose 'storages' member (the first pickle torch reads) is the payload",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "tar member storages", Convert: "refuse", ConvertErr: "not allowed"},
 		{Name: "py_pickle_p0_system.bin", Class: "names", MadeBy: by,
-			Attack: "pickle.dumps(protocol=0) of posix.system('true'): no PROTO byte, named .bin",
+			Attack:      "pickle.dumps(protocol=0) of posix.system('true'): no PROTO byte, named .bin",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "pickle 1", Offset: off(0), Convert: "refuse", ConvertErr: "not allowed"},
 		{Name: "py_zip_deflated_padding.pt", Class: "caps", MadeBy: by,
-			Attack: "zipfile ZIP_DEFLATED data.pkl: a 64 MiB bytes value, then posix.system",
+			Attack:      "zipfile ZIP_DEFLATED data.pkl: a 64 MiB bytes value, then posix.system",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "archive/data.pkl", Convert: "refuse", ConvertErr: "not allowed"},
 	}
 }
