@@ -1,8 +1,6 @@
 package safetensors
 
 import (
-	"encoding/binary"
-	"math"
 	"reflect"
 	"unsafe"
 )
@@ -106,62 +104,19 @@ func swapToHost(b []byte, size int) {
 	}
 }
 
-// ToFloat32 returns the tensor's elements converted to float32. It accepts
-// F32, F64 (rounded), F16, BF16, F8_E4M3 and F8_E5M2 (exact), and the
-// integer dtypes (rounded where they exceed float32's 24-bit mantissa).
+// ToFloat32 returns the tensor's elements converted to float32 in a new
+// slice: every dtype [DecodeFloat32] accepts (floats exact except F64,
+// integers rounded beyond float32's 24-bit mantissa). To reuse a buffer, use
+// [Tensor.Float32Into].
 func ToFloat32(t *Tensor) ([]float32, error) {
-	if t.DType == F32 {
-		v, err := As[float32](t)
-		if err != nil {
-			return nil, err
-		}
-		if t.mapped {
-			return append([]float32(nil), v...), nil
-		}
-		return v, nil
-	}
-	b, err := t.Bytes()
-	if err != nil {
-		return nil, err
-	}
-	le := binary.LittleEndian
-	size := t.DType.Size()
-	if size == 0 || t.DType == C64 || t.DType == F8_E8M0 || t.DType == F8_E4M3FNUZ || t.DType == F8_E5M2FNUZ {
+	if !CanDecode(t.DType) {
 		e := tensorError(ErrDTypeMismatch, t.Name, -1, "no conversion from %s to float32", t.DType)
 		e.File = t.file
 		return nil, e
 	}
-	out := make([]float32, len(b)/size)
-	for i := range out {
-		p := b[i*size:]
-		switch t.DType {
-		case F64:
-			out[i] = float32(math.Float64frombits(le.Uint64(p)))
-		case F16:
-			out[i] = F16ToFloat32(le.Uint16(p))
-		case BF16:
-			out[i] = BF16ToFloat32(le.Uint16(p))
-		case F8_E4M3:
-			out[i] = F8E4M3ToFloat32(p[0])
-		case F8_E5M2:
-			out[i] = F8E5M2ToFloat32(p[0])
-		case BOOL, U8:
-			out[i] = float32(p[0])
-		case I8:
-			out[i] = float32(int8(p[0]))
-		case I16:
-			out[i] = float32(int16(le.Uint16(p)))
-		case U16:
-			out[i] = float32(le.Uint16(p))
-		case I32:
-			out[i] = float32(int32(le.Uint32(p)))
-		case U32:
-			out[i] = float32(le.Uint32(p))
-		case I64:
-			out[i] = float32(int64(le.Uint64(p)))
-		case U64:
-			out[i] = float32(le.Uint64(p))
-		}
+	out := make([]float32, t.NumElements())
+	if err := t.Float32Into(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
