@@ -86,4 +86,3 @@ func decodeInto[F float32 | float64](t *Tensor, dst []F, decode func([]F, []byte
 	}
 	return nil
 }
-
