@@ -114,3 +114,40 @@ func BenchmarkSplitMerge1GiB(b *testing.B) {
 		})
 	}
 }
+
+// hidden hides a Model's type, so Merge takes the buffered path (read
+// through the mapping, write) instead of copy_file_range.
+type hidden struct{ safetensors.Source }
+
+// BenchmarkMergeCopyPath compares, interleaved, a merge of a 256 MiB file
+// through copy_file_range with one through a 16 MiB user-space buffer
+// (reads from the mapping), both without verification.
+//
+//	go test ./sharded/ -run '^$' -bench MergeCopyPath -benchtime 7x
+func BenchmarkMergeCopyPath(b *testing.B) {
+	dir := b.TempDir()
+	in := filepath.Join(dir, "in.safetensors")
+	makeBig(b, in, 4, 64<<20)
+	ctx := context.Background()
+	m, err := Open(ctx, in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	out := filepath.Join(dir, "out.safetensors")
+	var fast, buffered []time.Duration
+	for i := 0; i < b.N; i++ {
+		for j, src := range []safetensors.Source{m, hidden{m}} {
+			t0 := time.Now()
+			if _, err := Merge(ctx, src, out, WithVerify(false), WithOverwrite(true)); err != nil {
+				b.Fatal(err)
+			}
+			if j == 0 {
+				fast = append(fast, time.Since(t0))
+			} else {
+				buffered = append(buffered, time.Since(t0))
+			}
+		}
+	}
+	b.ReportMetric(median(buffered)/median(fast), "buffered/copy_file_range")
+}

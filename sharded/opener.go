@@ -176,10 +176,7 @@ func openLocal(f *os.File, display string) (*localShard, error) {
 
 // Close closes the mapping and the file.
 func (s *localShard) Close() error {
-	var err error
-	if _, isReader := s.Source.(*safetensors.Reader); !isReader {
-		err = s.Source.Close()
-	}
+	err := s.Source.Close()
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
