@@ -58,3 +58,49 @@ func FuzzConvert(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScanConvertAgree mutates checkpoints and crafted attack files and
+// requires one verdict: torch.NewReader (what convert opens) accepts a file
+// exactly when torch.Scan calls it clean, refuses with ErrNotAllowed
+// exactly when Scan calls it dangerous, and names a global Scan named.
+func FuzzScanConvertAgree(f *testing.F) {
+	for _, glob := range []string{"../testdata/torch/*.p[th]", "../testdata/torch/*.bin", "../testdata/crafted/*", "../testdata/malicious/*"} {
+		paths, _ := filepath.Glob(glob)
+		for _, p := range paths {
+			if b, err := os.ReadFile(p); err == nil && len(b) < 1<<16 && filepath.Ext(p) != ".json" {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rep, err := torch.Scan(bytes.NewReader(b), int64(len(b)), "fuzz.pt")
+		if err != nil {
+			t.Fatalf("Scan of an in-memory file failed: %v", err)
+		}
+		c, oerr := torch.NewReader(bytes.NewReader(b), int64(len(b)), "fuzz.pt")
+		v := rep.Verdict()
+		if (oerr == nil) != (v == torch.VerdictClean) {
+			t.Fatalf("scan %s (globals %v, problems %q), open %v", v, rep.NotAllowed(), rep.Problems, oerr)
+		}
+		if oerr == nil {
+			c.Close()
+			return
+		}
+		if errors.Is(oerr, torch.ErrNotAllowed) != (v == torch.VerdictDangerous) {
+			t.Fatalf("scan %s, open %v", v, oerr)
+		}
+		var te *torch.Error
+		if v == torch.VerdictDangerous && errors.As(oerr, &te) && te.Global != "" {
+			found := false
+			for _, g := range rep.Globals {
+				found = found || g.String() == te.Global
+			}
+			for _, o := range rep.DangerousOpcodes {
+				found = found || o.Target == te.Global
+			}
+			if !found {
+				t.Fatalf("open names %s, scan does not (%v)", te.Global, rep.NotAllowed())
+			}
+		}
+	})
+}

@@ -98,3 +98,68 @@ func watchdog(b []byte) func() {
 	t := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("input took more than 10s: %q", b)) })
 	return func() { t.Stop() }
 }
+
+// FuzzWalker checks the walker against the decoder: on any pickle the
+// scanning machine decodes to its STOP, the walker, run over the same
+// bytes from a fresh state, names every importable global the machine
+// named, at the same offset (so where the machine stops, the walker that
+// takes over misses nothing the machine would have seen). It must never
+// panic or take unbounded time on anything.
+func FuzzWalker(f *testing.F) {
+	addSeeds(f, func(p string) bool { return filepath.Ext(p) == ".pkl" || filepath.Ext(p) == ".bin" })
+	f.Add([]byte("\x80\x04\x8c\x05posix\x94\x8c\x06system\x94h\x00h\x01\x93."))
+	f.Add([]byte("cposix\nsystem\n(S'true'\ntR."))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		defer watchdog(b)()
+		lim := fuzzLimits()
+		vmRep := &ScanReport{}
+		src := newSource(bytes.NewReader(b), 0, int64(len(b)), "f")
+		m := newVM(src, lim, "f", pidZip, nil, nil)
+		m.scan = &scanSink{rep: vmRep, entry: "f"}
+		_, err := m.run()
+		wRep := &ScanReport{}
+		walkRegion(bytes.NewReader(b), 0, int64(len(b)), "f", wRep, nil)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, g := range wRep.Globals {
+			seen[fmt.Sprint(g.String(), "@", g.Offset)] = true
+		}
+		for _, g := range vmRep.Globals {
+			if g.Module == "<copyreg-extension>" || !importable(g.Module) || !importable(g.Name) || len(g.Module) > maxGlobalPart || len(g.Name) > maxGlobalPart {
+				continue
+			}
+			if !seen[fmt.Sprint(g.String(), "@", g.Offset)] {
+				t.Fatalf("decoder names %s at %d, the walker does not (walker: %v)", g, g.Offset, wRep.Globals)
+			}
+		}
+	})
+}
+
+// FuzzScanTar feeds arbitrary files to the tar layer and the whole scan:
+// no panic, bounded work, and a first block the header check accepts
+// makes the file a tar for Scan.
+func FuzzScanTar(f *testing.F) {
+	for _, p := range []string{"tar_v7_longname_pickle_polyglot.pt", "tar_pax_path_polyglot.pt", "py_tar_pickle_member.pt", "py_gnutar_storages_member.pt"} {
+		if b, err := os.ReadFile(filepath.Join(testdata, "crafted", p)); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		defer watchdog(b)()
+		lim := fuzzLimits()
+		r := bytes.NewReader(b)
+		if len(b) >= tarBlock {
+			_, e := parseTarHeader(b[:tarBlock])
+			rep, err := ScanOptions(r, int64(len(b)), "f", Options{Limits: *lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e == tarOK && !bytes.HasPrefix(b, []byte("PK\x03\x04")) && rep.Format != "tar" {
+				t.Fatalf("tar header accepted but scanned as %s", rep.Format)
+			}
+		}
+		listTar(r, int64(len(b)), lim.MaxZipEntries)
+	})
+}

@@ -176,11 +176,32 @@ func isTarStart(r io.ReaderAt, size int64) bool {
 		return false
 	}
 	b := make([]byte, tarBlock)
-	if readFull(r, b, 0) != nil {
-		return false
+	pos := int64(0)
+	for hop := 0; hop < 64; hop++ {
+		if pos > size-tarBlock || readFull(r, b, pos) != nil {
+			return false // TruncatedHeaderError / EmptyHeaderError
+		}
+		h, e := parseTarHeader(b)
+		if hop == 0 && e == tarEOF {
+			// an all-zero block is an empty archive to tarfile: torch then
+			// fails looking for its members (KeyError, no fallback)
+			return true
+		}
+		if e != tarOK {
+			return false // at offset 0, or after an extension header: ReadError
+		}
+		switch h.typ {
+		case 'L', 'K', 'x', 'g', 'X':
+			// the header it extends must parse too (SubsequentHeaderError)
+			if h.size < 0 || h.size > size {
+				return false
+			}
+			pos += tarBlock + (h.size+tarBlock-1)/tarBlock*tarBlock
+		default:
+			return true
+		}
 	}
-	_, e := parseTarHeader(b)
-	return e == tarOK
+	return true // over-approximate: treat a long chain as a tar
 }
 
 // tarMember is one member as tarfile lists it.
