@@ -1,0 +1,190 @@
+package stats
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gosafetensors/safetensors"
+)
+
+// Stats summarises one tensor's values.
+type Stats struct {
+	Name  string
+	DType safetensors.DType
+	Shape []int64
+	// Count is the number of elements.
+	Count int64
+	// Decoded is false for dtypes whose values cannot be decoded (C64,
+	// F6_E2M3, F6_E3M2): then only the NaN and infinity counts of C64 are
+	// meaningful and Min, Max, Mean and Std are NaN.
+	Decoded bool
+	// Min, Max, Mean and Std (the population standard deviation, dividing
+	// by the count) are over the finite values only, in float64; NaN when
+	// there are none. Std is +Inf when the spread of the values exceeds
+	// float64's range (F64 values near ±1.8e308).
+	Min, Max, Mean, Std float64
+	// Finite counts the finite values, Zeros those equal to zero (either
+	// sign).
+	Finite, Zeros int64
+	NonFinite
+}
+
+// Tensor summarises one tensor; see [Compute].
+func Tensor(ctx context.Context, t *safetensors.Tensor, opts ...Option) (Stats, error) {
+	out, err := compute(ctx, []*safetensors.Tensor{t}, opts)
+	if err != nil {
+		return Stats{}, err
+	}
+	return out[0], nil
+}
+
+// Compute summarises the named tensors of src (every tensor, in Names
+// order, when names is empty) in one pass over their bytes, chunk by
+// chunk on several workers, and returns the results in the same order. A
+// missing name is src's error (wrapping safetensors.ErrTensorNotFound); a
+// read error stops the work and is returned as it is.
+func Compute(ctx context.Context, src safetensors.Source, names []string, opts ...Option) ([]Stats, error) {
+	if len(names) == 0 {
+		names = src.Names()
+	}
+	tensors := make([]*safetensors.Tensor, len(names))
+	for i, name := range names {
+		t, err := src.Tensor(name)
+		if err != nil {
+			return nil, err
+		}
+		tensors[i] = t
+	}
+	return compute(ctx, tensors, opts)
+}
+
+type job struct {
+	ti, ci   int
+	off, end int64
+}
+
+func compute(ctx context.Context, tensors []*safetensors.Tensor, opts []Option) ([]Stats, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	// Chunks end on element boundaries: every element size divides 4096.
+	chunk := o.chunk &^ 4095
+	parts := make([][]acc, len(tensors))
+	var total int64
+	for i, t := range tensors {
+		parts[i] = make([]acc, (t.Size()+chunk-1)/chunk)
+		total += t.Size()
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	jobs := make(chan job)
+	var (
+		wg     sync.WaitGroup
+		done   atomic.Int64
+		progMu sync.Mutex
+	)
+	for range min(o.workers, max(1, int(total/chunk)+1)) {
+		wg.Go(func() {
+			buf := make([]byte, min(chunk, total))
+			blk := make([]float64, block)
+			for j := range jobs {
+				t := tensors[j.ti]
+				a, err := summarise(t, buf, blk, j.off, j.end)
+				if err != nil {
+					cancel(err)
+					continue
+				}
+				parts[j.ti][j.ci] = a
+				n := done.Add(j.end - j.off)
+				if o.progress != nil {
+					progMu.Lock()
+					o.progress(n, total)
+					progMu.Unlock()
+				}
+			}
+		})
+	}
+send:
+	for ti, t := range tensors {
+		for ci := range parts[ti] {
+			off := int64(ci) * chunk
+			select {
+			case jobs <- job{ti, ci, off, min(off+chunk, t.Size())}:
+			case <-ctx.Done():
+				break send
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Stats, len(tensors))
+	for i, t := range tensors {
+		a := newAcc()
+		for _, p := range parts[i] {
+			a.merge(p)
+		}
+		out[i] = finish(t, a)
+	}
+	return out, nil
+}
+
+// summarise reads bytes [off, end) of t and folds them into a new acc.
+func summarise(t *safetensors.Tensor, buf []byte, blk []float64, off, end int64) (acc, error) {
+	a := newAcc()
+	decodable := safetensors.CanDecode(t.DType)
+	per := t.DType.Size()
+	for off < end {
+		b, err := t.ChunkAt(buf[:min(int64(len(buf)), end-off)], off)
+		if err != nil {
+			return a, err
+		}
+		off += int64(len(b))
+		if !decodable {
+			nf, err := CountNonFinite(t.DType, b)
+			if err != nil {
+				return a, err
+			}
+			a.nf.Add(nf)
+			continue
+		}
+		// Bytes per block of values: F4 packs two values per byte.
+		step := block * per
+		if per == 0 {
+			step = block / 2
+		}
+		for len(b) > 0 {
+			p := b[:min(step, len(b))]
+			b = b[len(p):]
+			n := len(p) * 2
+			if per > 0 {
+				n = len(p) / per
+			}
+			v := blk[:n]
+			if err := safetensors.DecodeFloat64(v, p, t.DType); err != nil {
+				return a, err
+			}
+			a.addBlock(v)
+		}
+	}
+	return a, nil
+}
+
+func finish(t *safetensors.Tensor, a acc) Stats {
+	s := Stats{
+		Name: t.Name, DType: t.DType, Shape: slices.Clone(t.Shape), Count: t.NumElements(),
+		Decoded: safetensors.CanDecode(t.DType), Finite: a.n, Zeros: a.zeros, NonFinite: a.nf,
+		Min: math.NaN(), Max: math.NaN(), Mean: math.NaN(), Std: math.NaN(),
+	}
+	if a.n > 0 {
+		s.Min, s.Max, s.Mean = a.min, a.max, a.mean
+		s.Std = math.Sqrt(a.m2 / float64(a.n))
+	}
+	return s
+}
