@@ -1,11 +1,11 @@
 package stats_test
 
 import (
-	"math/big"
 	"bytes"
 	"context"
 	"errors"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -210,7 +210,7 @@ func TestCountNonFiniteEveryByte(t *testing.T) {
 		all[i] = byte(i)
 	}
 	for _, c := range []struct {
-		dt             safetensors.DType
+		dt              safetensors.DType
 		nan, pinf, ninf int64
 	}{
 		{safetensors.F8_E4M3, 2, 0, 0},     // 0x7F, 0xFF; no infinities
