@@ -1,0 +1,355 @@
+package diff
+
+import (
+	"bytes"
+	"encoding/binary"
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gosafetensors/safetensors"
+)
+
+// block is the number of elements decoded and compared at a time.
+const block = 4096
+
+// Compare compares sources a and b. Tensors are read chunk by chunk on
+// several workers: memory is bounded by the options, not by the tensors.
+// A read error stops the work and is returned as it is.
+func Compare(ctx context.Context, a, b safetensors.Source, opts ...Option) (*Result, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Meta: compareMeta(a.Meta(), b.Meta())}
+	namesA, namesB := a.Names(), b.Names()
+	inB := make(map[string]bool, len(namesB))
+	for _, n := range namesB {
+		inB[n] = true
+	}
+	inA := make(map[string]bool, len(namesA))
+	var pairs []*pair
+	for _, n := range namesA {
+		inA[n] = true
+		if !inB[n] {
+			res.OnlyA = append(res.OnlyA, n)
+			continue
+		}
+		ia, _ := a.Info(n)
+		ib, _ := b.Info(n)
+		res.Tensors = append(res.Tensors, Tensor{Name: n, DTypeA: ia.DType, DTypeB: ib.DType,
+			ShapeA: slices.Clone(ia.Shape), ShapeB: slices.Clone(ib.Shape)})
+	}
+	for _, n := range namesB {
+		if !inA[n] {
+			res.OnlyB = append(res.OnlyB, n)
+		}
+	}
+	if o.namesOnly {
+		return res, nil
+	}
+	for i := range res.Tensors {
+		t := &res.Tensors[i]
+		if t.ShapeDiffers() || !comparable(t.DTypeA, t.DTypeB) {
+			continue
+		}
+		ta, err := a.Tensor(t.Name)
+		if err != nil {
+			return nil, err
+		}
+		tb, err := b.Tensor(t.Name)
+		if err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, &pair{t: t, a: ta, b: tb, identical: !t.DTypeDiffers()})
+	}
+	if err := run(ctx, pairs, o); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// comparable reports whether values of dtypes x and y can be compared:
+// equal dtypes always (by bytes at least), different ones if both decode.
+func comparable(x, y safetensors.DType) bool {
+	return x == y || safetensors.CanDecode(x) && safetensors.CanDecode(y)
+}
+
+func compareMeta(a, b map[string]string) Meta {
+	m := Meta{OnlyA: map[string]string{}, OnlyB: map[string]string{}, Changed: map[string][2]string{}}
+	for k, va := range a {
+		vb, ok := b[k]
+		switch {
+		case !ok:
+			m.OnlyA[k] = va
+		case va != vb:
+			m.Changed[k] = [2]string{va, vb}
+		}
+	}
+	for k, vb := range b {
+		if _, ok := a[k]; !ok {
+			m.OnlyB[k] = vb
+		}
+	}
+	return m
+}
+
+// pair is one tensor being compared, with the merged chunk results.
+type pair struct {
+	t         *Tensor
+	a, b      *safetensors.Tensor
+	mu        sync.Mutex
+	identical bool
+	count     int64
+	differing int64
+	maxAbs    float64
+	maxRel    float64
+}
+
+// job is one chunk: bytes [a0, a1) of A against [b0, b1) of B.
+type job struct {
+	p              *pair
+	a0, a1, b0, b1 int64
+}
+
+// unit is the chunk granularity in bytes for one dtype: whole elements,
+// whole blocks of elements, and for F6 whole groups of four 6-bit values.
+const unit = 3 * 8 * block
+
+func run(ctx context.Context, pairs []*pair, o options) error {
+	chunk := max(o.chunk/unit*unit, unit)
+	var jobs []job
+	var total int64
+	for _, p := range pairs {
+		total += p.a.Size() + p.b.Size()
+		if p.a.DType == p.b.DType {
+			for off := int64(0); off < p.a.Size(); off += chunk {
+				end := min(off+chunk, p.a.Size())
+				jobs = append(jobs, job{p, off, end, off, end})
+			}
+			continue
+		}
+		// Different dtypes: the same element range of each.
+		per := chunk / 8
+		n := p.a.NumElements()
+		for e := int64(0); e < n; e += per {
+			f := min(e+per, n)
+			a0, a1 := byteRange(p.a.DType, e, f)
+			b0, b1 := byteRange(p.b.DType, e, f)
+			jobs = append(jobs, job{p, a0, a1, b0, b1})
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		next   atomic.Int64
+		done   atomic.Int64
+		progMu sync.Mutex
+		wg     sync.WaitGroup
+	)
+	for range min(o.workers, max(1, len(jobs))) {
+		wg.Go(func() {
+			w := worker{bufA: make([]byte, min(chunk, total)), bufB: make([]byte, min(chunk, total)),
+				va: make([]float64, 2*block), vb: make([]float64, 2*block), eps: o.epsilon}
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(jobs)) || ctx.Err() != nil {
+					return
+				}
+				j := jobs[i]
+				if err := w.do(j); err != nil {
+					cancel(err)
+					return
+				}
+				n := done.Add(j.a1 - j.a0 + j.b1 - j.b0)
+				if o.progress != nil {
+					progMu.Lock()
+					o.progress(n, total)
+					progMu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	for _, p := range pairs {
+		t := p.t
+		t.Compared, t.Identical = true, p.identical
+		t.Count, t.Differing, t.MaxAbs, t.MaxRel = p.count, p.differing, p.maxAbs, p.maxRel
+		if t.DTypeA == safetensors.C64 {
+			t.Count = 2 * p.a.NumElements()
+		} else if !safetensors.CanDecode(t.DTypeA) {
+			t.Count = p.a.NumElements()
+		}
+	}
+	return nil
+}
+
+// byteRange returns the bytes holding elements [e, f) of dtype dt (F4 packs
+// two per byte; e and f are even there).
+func byteRange(dt safetensors.DType, e, f int64) (int64, int64) {
+	if dt == safetensors.F4 {
+		return e / 2, f / 2
+	}
+	s := int64(dt.Size())
+	return e * s, f * s
+}
+
+// worker holds one goroutine's buffers.
+type worker struct {
+	bufA, bufB []byte
+	va, vb     []float64
+	eps        float64
+}
+
+// chunkResult is what one chunk contributes.
+type chunkResult struct {
+	identical        bool
+	count, differing int64
+	maxAbs, maxRel   float64
+}
+
+func (w *worker) do(j job) error {
+	p := j.p
+	ba, err := p.a.ChunkAt(w.bufA[:j.a1-j.a0], j.a0)
+	if err != nil {
+		return err
+	}
+	bb, err := p.b.ChunkAt(w.bufB[:j.b1-j.b0], j.b0)
+	if err != nil {
+		return err
+	}
+	var r chunkResult
+	dtA, dtB := p.a.DType, p.b.DType
+	switch {
+	case dtA == dtB && bytes.Equal(ba, bb):
+		r.identical = true
+		r.count, _ = elements(dtA, len(ba))
+	case dtA == dtB && !safetensors.CanDecode(dtA) && dtA != safetensors.C64:
+		// F6: only bytes can be compared.
+		for i := range ba {
+			if ba[i] != bb[i] {
+				r.differing++
+			}
+		}
+	case dtA == dtB && (dtA == safetensors.I64 || dtA == safetensors.U64):
+		// Beyond 2^53 float64 would hide differences: compare exactly.
+		compareInt64(&r, ba, bb, dtA == safetensors.I64, w.eps)
+	default:
+		if dtA == safetensors.C64 { // same dtype: compare the float32 parts
+			dtA, dtB = safetensors.F32, safetensors.F32
+		}
+		if err := w.values(&r, ba, bb, dtA, dtB); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	p.identical = p.identical && r.identical
+	p.count += r.count
+	p.differing += r.differing
+	p.maxAbs = max(p.maxAbs, r.maxAbs)
+	p.maxRel = max(p.maxRel, r.maxRel)
+	p.mu.Unlock()
+	return nil
+}
+
+func elements(dt safetensors.DType, n int) (int64, error) {
+	if dt == safetensors.C64 {
+		return int64(n / 4), nil
+	}
+	if !safetensors.CanDecode(dt) {
+		return int64(n) * 8 / int64(dt.Bits()), nil
+	}
+	e, err := safetensors.ElementCount(dt, n)
+	return int64(e), err
+}
+
+// values decodes both sides block by block and compares them.
+func (w *worker) values(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DType) error {
+	n, err := safetensors.ElementCount(dtA, len(ba))
+	if err != nil {
+		return err
+	}
+	for e := 0; e < n; e += block {
+		f := min(e+block, n)
+		a0, a1 := byteRange(dtA, int64(e), int64(f))
+		b0, b1 := byteRange(dtB, int64(e), int64(f))
+		va, vb := w.va[:f-e], w.vb[:f-e]
+		if err := safetensors.DecodeFloat64(va, ba[a0:a1], dtA); err != nil {
+			return err
+		}
+		if err := safetensors.DecodeFloat64(vb, bb[b0:b1], dtB); err != nil {
+			return err
+		}
+		compareBlock(r, va, vb, w.eps)
+	}
+	r.count += int64(n)
+	return nil
+}
+
+func compareBlock(r *chunkResult, va, vb []float64, eps float64) {
+	vb = vb[:len(va)]
+	for i, a := range va {
+		b := vb[i]
+		if a == b {
+			continue
+		}
+		if a != a || b != b {
+			if (a != a) != (b != b) {
+				r.differing++
+			}
+			continue
+		}
+		d := math.Abs(a - b)
+		rel := d / max(math.Abs(a), math.Abs(b))
+		if math.IsInf(d, 0) {
+			rel = math.Inf(1)
+		}
+		if d > r.maxAbs {
+			r.maxAbs = d
+		}
+		if rel > r.maxRel {
+			r.maxRel = rel
+		}
+		if d > eps {
+			r.differing++
+		}
+	}
+}
+
+// compareInt64 compares 64-bit integers exactly; the difference is exact
+// as a uint64 and rounded only when converted to float64.
+func compareInt64(r *chunkResult, ba, bb []byte, signed bool, eps float64) {
+	n := len(ba) / 8
+	for i := range n {
+		x, y := binary.LittleEndian.Uint64(ba[8*i:]), binary.LittleEndian.Uint64(bb[8*i:])
+		if x == y {
+			continue
+		}
+		var d uint64
+		var ax, ay float64
+		if signed {
+			sx, sy := int64(x), int64(y)
+			if sx > sy {
+				d = x - y // wraps to the exact distance
+			} else {
+				d = y - x
+			}
+			ax, ay = math.Abs(float64(sx)), math.Abs(float64(sy))
+		} else {
+			d = max(x, y) - min(x, y)
+			ax, ay = float64(x), float64(y)
+		}
+		fd := float64(d)
+		r.maxAbs = max(r.maxAbs, fd)
+		r.maxRel = max(r.maxRel, fd/max(ax, ay))
+		if fd > eps {
+			r.differing++
+		}
+	}
+	r.count += int64(n)
+}
