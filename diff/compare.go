@@ -2,8 +2,8 @@ package diff
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"math"
 	"slices"
 	"sync"
