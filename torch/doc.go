@@ -18,6 +18,17 @@
 // [Scan] is the audit counterpart of [Open]: it decodes every pickle in a file
 // without stopping at the first problem and reports every global, every
 // opcode that could run code and every container irregularity it finds.
+// Its verdict ([ScanReport.Verdict]) over-approximates what
+// torch.load(weights_only=False) would import: every interpretation torch
+// may take is scanned (zip; else a tar as Python's tarfile accepts it, and
+// the legacy stream torch falls back to), the text opcodes are parsed as
+// CPython's C unpickler parses them, and wherever full decoding stops (a
+// cap, a refusal, an unknown construct) an opcode walker continues to the
+// end of the region so that no global goes unnamed. Unexplained bytes
+// (after the last legacy storage, between zip records, after a pickle) are
+// problems and are walked too. [Open] and [NewReader] run the same scan and
+// accept a file only when its verdict is "clean": scan and convert cannot
+// disagree.
 //
 // All errors returned by this package are *[Error] values that match one of
 // the sentinels [ErrNotAllowed], [ErrUnsupported], [ErrCorrupt] or [ErrLimit]

@@ -3,6 +3,7 @@ package torch
 import (
 	"bufio"
 	"io"
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 )
@@ -467,7 +468,7 @@ func (w *walker) step(op byte, off int64) bool {
 			return false
 		}
 		w.found++
-		w.rep.addGlobal(GlobalUse{Module: "<copyreg-extension>", Name: itoa(int64(code)), Offset: off, Entry: w.entry,
+		w.rep.addGlobal(GlobalUse{Module: "<copyreg-extension>", Name: strconv.FormatUint(code, 10), Offset: off, Entry: w.entry,
 			Verdict: "not allowed", Reason: "copyreg extension code (found by the opcode walker)"})
 		w.push(other)
 	default:
@@ -523,26 +524,4 @@ func (w *walker) memoIndex(op byte) (uint64, bool) {
 	}
 	i, isInt := v.(int64)
 	return uint64(i), isInt && i >= 0
-}
-
-func itoa(i int64) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	p := len(b)
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	for i > 0 {
-		p--
-		b[p] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		p--
-		b[p] = '-'
-	}
-	return string(b[p:])
 }

@@ -290,10 +290,26 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	scanZipGaps(z, rep)
 	nData := 0
 	var spent int64 // file bytes decoded so far; see openZip
+	scanned := map[[3]int64]bool{}
+	walkedAll := false
+	// overlap skips a member whose bytes were already scanned (many central
+	// entries can point at one record); once the members to decode hold
+	// more bytes than the file, they overlap in other ways, and decoding
+	// each would cost (entries x file size): the whole file is then walked
+	// once instead, which sees every STORED byte.
 	overlap := func(e *zipEntry) bool {
-		if spent += e.csize; spent > size {
-			rep.addProblem(fmt.Sprintf("%s: members overlap (more bytes to decode than the %d-byte file holds); remaining members not scanned", e.name, size))
+		k := [3]int64{e.dataOff, e.csize, int64(e.method)}
+		if scanned[k] {
 			return true
+		}
+		scanned[k] = true
+		if spent += e.csize; spent > size {
+			if !walkedAll {
+				walkedAll = true
+				rep.addProblem(fmt.Sprintf("%s: members overlap (more bytes to decode than the %d-byte file holds); the whole file is walked for globals instead", e.name, size))
+				walkAt(r, 0, 0, size, "whole file", rep, nil)
+			}
+			return e.method == 0
 		}
 		return false
 	}
@@ -304,7 +320,7 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 		isPkl := strings.HasSuffix(asciiLower(e.name), ".pkl") // torch matches names case-insensitively
 		if isPkl && e.method == 8 && e.dataOff >= 0 && e.flags&badZipFlags == 0 {
 			if overlap(e) {
-				break
+				continue
 			}
 			scanDeflated(z, e, lim, rep)
 			continue
@@ -322,7 +338,7 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 		}
 		if isPkl {
 			if overlap(e) {
-				break
+				continue
 			}
 			scanPickles(ra, off, 0, n, e.name, pidZip, lim, rep, 1<<20, crc)
 			continue
@@ -334,7 +350,7 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 		// Looks like a pickle in a non-.pkl member: scan it separately and
 		// only report it if it contains something a pickle scanner cares about.
 		if overlap(e) {
-			break
+			continue
 		}
 		sub := &ScanReport{}
 		scanPickles(ra, off, 0, min(n, lim.MaxPickleBytes), e.name, pidZip, lim, sub, 1, nil)
