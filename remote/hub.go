@@ -111,7 +111,7 @@ func envToken() (string, error) {
 	}
 	t := strings.TrimSpace(string(b))
 	if strings.ContainsAny(t, "\r\n") {
-		return "", fmt.Errorf("Hugging Face token file %s holds more than one line", p)
+		return "", fmt.Errorf("the Hugging Face token file %s holds more than one line", p)
 	}
 	return t, nil
 }

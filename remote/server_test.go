@@ -2,10 +2,8 @@ package remote
 
 import (
 	"bytes"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,18 +78,6 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	c.n.Add(int64(len(b)))
 	return c.ResponseWriter.Write(b)
 }
-
-// loopback2 returns a listener on 127.0.0.2 (another host than 127.0.0.1
-// for redirect rules), or skips the test where that address is missing.
-func loopback2(t testing.TB) net.Listener {
-	l, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Skipf("127.0.0.2 not available: %v", err)
-	}
-	return l
-}
-
-func isMultiRange(r *http.Request) bool { return strings.Contains(r.Header.Get("Range"), ",") }
 
 // fastRetries keeps retry tests quick.
 var fastRetries = []Option{WithBackoff(time.Millisecond, 5*time.Millisecond), WithRetries(4, 10*time.Second)}

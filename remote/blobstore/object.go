@@ -1,0 +1,354 @@
+package blobstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+
+	"github.com/gosafetensors/safetensors/remote"
+	"github.com/gosafetensors/safetensors/remote/internal/runs"
+)
+
+// Object is one object of a bucket, read with range reads. It implements
+// io.ReaderAt and is safe for concurrent use.
+type Object struct {
+	shared  *shared
+	ctx     context.Context
+	key     string
+	name    string
+	size    int64
+	etag    string
+	modTime time.Time
+	prefix  []byte
+	stats   stats
+	closed  atomic.Bool
+}
+
+// shared is what an object and its siblings share: the bucket (closed with
+// the last of them, when owned), the bound on reads in flight, the options.
+type shared struct {
+	bucket    *blob.Bucket
+	bucketURL string
+	owned     bool
+	refs      atomic.Int64
+	sem       chan struct{}
+	cfg       config
+}
+
+// Stats counts the reads of an Object.
+type Stats struct {
+	Requests int64 // range reads (each one request to the store, before SDK retries)
+	Bytes    int64 // bytes read
+}
+
+type stats struct{ requests, bytes atomic.Int64 }
+
+// Open opens the object at an s3://, gs://, azblob://, file:// or mem:// URL
+// with one range read of its first bytes (see [WithPrefetch]). ctx bounds
+// the open and every later ReadAt. Close closes the bucket.
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Object, error) {
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	bucketURL, key, err := SplitURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return nil, fmt.Errorf("%w: %s names a bucket or directory, not an object", remote.ErrInvalidURL, redactString(rawURL))
+	}
+	b, err := blob.OpenBucket(ctx, bucketURL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: opening bucket: %w", redactString(rawURL), err)
+	}
+	sh := &shared{bucket: b, bucketURL: bucketURL, owned: true, sem: make(chan struct{}, cfg.concurrency), cfg: cfg}
+	return sh.open(ctx, key) // on error, the bucket is closed by release
+}
+
+// NewObject opens key in a bucket the caller owns (Close leaves it open);
+// bucketURL is only used to name the object in messages and siblings.
+func NewObject(ctx context.Context, b *blob.Bucket, bucketURL, key string, opts ...Option) (*Object, error) {
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil || key == "" {
+		return nil, errors.New("blobstore: NewObject needs a bucket and a key")
+	}
+	sh := &shared{bucket: b, bucketURL: bucketURL, sem: make(chan struct{}, cfg.concurrency), cfg: cfg}
+	return sh.open(ctx, key)
+}
+
+// Sibling opens the object at rel, a path relative to this object's
+// directory (a shard named by an index beside it). rel must satisfy
+// remote.ValidRepoPath: no "..", no absolute path, no URL. The sibling
+// shares the bucket; the bucket is closed with the last of them.
+func (o *Object) Sibling(ctx context.Context, rel string) (*Object, error) {
+	if err := remote.ValidRepoPath(rel); err != nil {
+		return nil, fmt.Errorf("%s: sibling: %w", o.name, err)
+	}
+	if o.closed.Load() {
+		return nil, &remote.Error{Name: o.name, Op: "open sibling", Off: -1, Len: -1, Err: remote.ErrClosed}
+	}
+	return o.shared.open(ctx, path.Join(path.Dir(o.key), rel))
+}
+
+func (sh *shared) open(ctx context.Context, key string) (*Object, error) {
+	o := &Object{shared: sh, ctx: ctx, key: key, name: redactString(objectURL(sh.bucketURL, key))}
+	sh.refs.Add(1)
+	n := sh.cfg.prefetch
+	err := sh.acquire(ctx)
+	if err != nil {
+		sh.release()
+		return nil, o.ioError("open", -1, -1, err)
+	}
+	defer func() { <-sh.sem }()
+	o.stats.requests.Add(1)
+	r, err := sh.bucket.NewRangeReader(ctx, key, 0, n, nil)
+	if err != nil {
+		// An empty object cannot be read at range 0-n on some stores
+		// (S3 answers InvalidRange); its attributes say what it is.
+		if gcerrors.Code(err) != gcerrors.NotFound {
+			o.stats.requests.Add(1)
+			if a, aerr := sh.bucket.Attributes(ctx, key); aerr == nil && a.Size == 0 {
+				o.etag, o.modTime, o.prefix = a.ETag, a.ModTime, []byte{}
+				return o, nil
+			}
+		}
+		sh.release()
+		return nil, o.ioError("open", -1, -1, err)
+	}
+	defer r.Close()
+	o.size, o.modTime, o.etag = r.Size(), r.ModTime(), readerETag(r)
+	want := min(n, o.size)
+	if o.size < 0 {
+		sh.release()
+		return nil, o.ioError("open", -1, -1, fmt.Errorf("%w: negative object size %d", remote.ErrProtocol, o.size))
+	}
+	buf := make([]byte, want) // at most the prefetch length
+	if err := readExact(r, buf, &o.stats); err != nil {
+		sh.release()
+		return nil, o.ioError("open", 0, want, err)
+	}
+	o.prefix = buf
+	return o, nil
+}
+
+func (sh *shared) acquire(ctx context.Context) error {
+	select {
+	case sh.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (sh *shared) release() {
+	if sh.refs.Add(-1) == 0 && sh.owned {
+		sh.bucket.Close()
+	}
+}
+
+// readerETag returns the ETag of a read, where the driver exposes it.
+func readerETag(r *blob.Reader) string {
+	var out s3.GetObjectOutput
+	if r.As(&out) && out.ETag != nil {
+		return *out.ETag
+	}
+	return ""
+}
+
+// readExact fills buf and requires the reader to end there.
+func readExact(r io.Reader, buf []byte, st *stats) error {
+	n, err := io.ReadFull(r, buf)
+	st.bytes.Add(int64(n))
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read ended after %d of %d bytes: %w", n, len(buf), io.ErrUnexpectedEOF)
+		}
+		return err
+	}
+	var one [1]byte
+	if m, _ := r.Read(one[:]); m > 0 {
+		return fmt.Errorf("%w: read returned more than the %d bytes asked for", remote.ErrProtocol, len(buf))
+	}
+	return nil
+}
+
+func (o *Object) ioError(op string, off, n int64, err error) error {
+	return &remote.Error{Name: o.name, Op: op, Off: off, Len: n, Err: err}
+}
+
+// Size returns the object's size in bytes.
+func (o *Object) Size() int64 { return o.size }
+
+// Name returns the object's URL without its query, for messages.
+func (o *Object) Name() string { return o.name }
+
+// Key returns the object's key in its bucket.
+func (o *Object) Key() string { return o.key }
+
+// ETag returns the ETag pinned at open, where the store reports one on reads.
+func (o *Object) ETag() string { return o.etag }
+
+// ModTime returns the modification time pinned at open.
+func (o *Object) ModTime() time.Time { return o.modTime }
+
+// Stats returns the reads of this object so far.
+func (o *Object) Stats() Stats {
+	return Stats{Requests: o.stats.requests.Load(), Bytes: o.stats.bytes.Load()}
+}
+
+// Close releases the object; the bucket is closed with the last object
+// opened from it (unless it was given to NewObject).
+func (o *Object) Close() error {
+	if o.closed.Swap(true) {
+		return nil
+	}
+	o.shared.release()
+	return nil
+}
+
+// ReadAt reads len(p) bytes at off with the context given to Open.
+func (o *Object) ReadAt(p []byte, off int64) (int, error) {
+	return o.ReadAtContext(o.ctx, p, off)
+}
+
+// ReadAtContext is ReadAt with its own context.
+func (o *Object) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if o.closed.Load() {
+		return 0, o.ioError("read", off, int64(len(p)), remote.ErrClosed)
+	}
+	if off < 0 {
+		return 0, o.ioError("read", off, int64(len(p)), errors.New("negative offset"))
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= o.size {
+		return 0, io.EOF
+	}
+	var eof error
+	if int64(len(p)) > o.size-off {
+		p, eof = p[:o.size-off], io.EOF
+	}
+	n := 0
+	if off < int64(len(o.prefix)) {
+		n = copy(p, o.prefix[off:])
+		if n == len(p) {
+			return n, eof
+		}
+	}
+	s := runs.Span{Off: off + int64(n), End: off + int64(len(p)), Pieces: []runs.Piece{{Buf: p[n:], Off: off + int64(n)}}}
+	if err := o.readSpan(ctx, s); err != nil {
+		return n, err
+	}
+	return len(p), eof
+}
+
+// ReadRuns reads len(bufs[i]) bytes at offs[i] into bufs[i] for every i
+// (runs sorted and disjoint) with parallel range reads, bounded by
+// WithConcurrency; runs closer than the coalesce gap share a read.
+func (o *Object) ReadRuns(bufs [][]byte, offs []int64) error {
+	return o.ReadRunsContext(o.ctx, bufs, offs)
+}
+
+// ReadRunsContext is ReadRuns with its own context.
+func (o *Object) ReadRunsContext(ctx context.Context, bufs [][]byte, offs []int64) error {
+	if o.closed.Load() {
+		return o.ioError("read runs", -1, -1, remote.ErrClosed)
+	}
+	pieces, err := runs.Check(bufs, offs, o.size)
+	if err != nil {
+		return o.ioError("read runs", -1, -1, err)
+	}
+	rest := pieces[:0]
+	for _, p := range pieces {
+		if p.Off < int64(len(o.prefix)) {
+			n := copy(p.Buf, o.prefix[p.Off:])
+			p = runs.Piece{Buf: p.Buf[n:], Off: p.Off + int64(n)}
+			if len(p.Buf) == 0 {
+				continue
+			}
+		}
+		rest = append(rest, p)
+	}
+	spans := runs.Plan(rest, o.shared.cfg.coalesceGap, 0)
+	return runs.Parallel(len(spans), o.shared.cfg.concurrency, func(i int) error {
+		return o.readSpan(ctx, spans[i])
+	})
+}
+
+// readSpan reads one span with one range read, checking the object is the
+// one opened.
+func (o *Object) readSpan(ctx context.Context, s runs.Span) error {
+	if err := o.shared.acquire(ctx); err != nil {
+		return o.ioError("read", s.Off, s.Len(), err)
+	}
+	defer func() { <-o.shared.sem }()
+	o.stats.requests.Add(1)
+	var opts *blob.ReaderOptions
+	if o.etag != "" {
+		etag := o.etag
+		opts = &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
+			var in *s3.GetObjectInput
+			if as(&in) {
+				in.IfMatch = &etag
+			}
+			return nil
+		}}
+	}
+	r, err := o.shared.bucket.NewRangeReader(ctx, o.key, s.Off, s.Len(), opts)
+	if err != nil {
+		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+			err = fmt.Errorf("%w: %w", remote.ErrObjectChanged, err)
+		}
+		return o.ioError("read", s.Off, s.Len(), err)
+	}
+	defer r.Close()
+	if err := o.checkIdentity(r); err != nil {
+		return o.ioError("read", s.Off, s.Len(), err)
+	}
+	cr := &countingReader{r: r, st: &o.stats}
+	if err := runs.Fill(cr, s); err != nil {
+		return o.ioError("read", s.Off, s.Len(), err)
+	}
+	var one [1]byte
+	if m, _ := r.Read(one[:]); m > 0 {
+		return o.ioError("read", s.Off, s.Len(), fmt.Errorf("%w: read returned more than the %d bytes asked for", remote.ErrProtocol, s.Len()))
+	}
+	return nil
+}
+
+func (o *Object) checkIdentity(r *blob.Reader) error {
+	if sz := r.Size(); sz != o.size {
+		return fmt.Errorf("%w: %s: size was %d, now %d", remote.ErrObjectChanged, o.name, o.size, sz)
+	}
+	if m := r.ModTime(); !o.modTime.IsZero() && !m.IsZero() && !m.Equal(o.modTime) {
+		return fmt.Errorf("%w: %s: modified at %v, now %v", remote.ErrObjectChanged, o.name, o.modTime, m)
+	}
+	if e := readerETag(r); o.etag != "" && e != "" && e != o.etag {
+		return fmt.Errorf("%w: %s: ETag was %s, now %s", remote.ErrObjectChanged, o.name, o.etag, e)
+	}
+	return nil
+}
+
+type countingReader struct {
+	r  io.Reader
+	st *stats
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.st.bytes.Add(int64(n))
+	return n, err
+}

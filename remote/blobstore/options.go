@@ -1,0 +1,89 @@
+package blobstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Defaults of the options.
+const (
+	DefaultPrefetch    = 100_000 + 8
+	DefaultConcurrency = 8
+	DefaultMaxObjects  = 100_000
+	maxPrefetch        = 64 << 20
+)
+
+// An Option configures [Open], [NewObject] and [List]; invalid values are
+// rejected with an error.
+type Option func(*config) error
+
+type config struct {
+	prefetch    int64
+	concurrency int
+	coalesceGap int64
+	maxObjects  int
+}
+
+func buildConfig(opts []Option) (config, error) {
+	c := config{prefetch: DefaultPrefetch, concurrency: DefaultConcurrency, coalesceGap: 4 << 10, maxObjects: DefaultMaxObjects}
+	var errs []error
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// WithPrefetch sets the length of the first read, which is kept in memory
+// so that a safetensors header under it costs no further request (default
+// [DefaultPrefetch]; 1 byte to 64 MiB).
+func WithPrefetch(n int64) Option {
+	return func(c *config) error {
+		if n < 1 || n > maxPrefetch {
+			return fmt.Errorf("blobstore: prefetch %d out of range [1, %d]", n, maxPrefetch)
+		}
+		c.prefetch = n
+		return nil
+	}
+}
+
+// WithConcurrency bounds the range reads in flight for one object and its
+// siblings (default [DefaultConcurrency]).
+func WithConcurrency(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 1024 {
+			return fmt.Errorf("blobstore: concurrency %d out of range [1, 1024]", n)
+		}
+		c.concurrency = n
+		return nil
+	}
+}
+
+// WithCoalesceGap makes ReadRuns read two runs with one range read when at
+// most gap bytes separate them (default 4 KiB: object stores charge per
+// request and do not support multi-range reads).
+func WithCoalesceGap(gap int64) Option {
+	return func(c *config) error {
+		if gap < 0 || gap > 64<<20 {
+			return fmt.Errorf("blobstore: coalesce gap %d out of range [0, 64 MiB]", gap)
+		}
+		c.coalesceGap = gap
+		return nil
+	}
+}
+
+// WithMaxObjects bounds how many objects [List] returns before failing
+// (default [DefaultMaxObjects]).
+func WithMaxObjects(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("blobstore: max objects %d must be positive", n)
+		}
+		c.maxObjects = n
+		return nil
+	}
+}
