@@ -106,7 +106,19 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 	}
 
 	var pending []*atomicfile.File
+	var syncs []chan error // one per shard: its fsync, run while the next is written
+	waitSyncs := func() error {
+		var first error
+		for _, ch := range syncs {
+			if err := <-ch; first == nil {
+				first = err
+			}
+		}
+		syncs = nil
+		return first
+	}
 	abort := func() {
+		waitSyncs()
 		for _, f := range pending {
 			f.Abort()
 		}
@@ -122,7 +134,12 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 		pending = append(pending, f)
 		h, err := c.writeFile(f.File, shard, meta)
 		if err == nil {
-			err = syncAndVerify(f, c.verifier(f, paths[i], h))
+			ch := make(chan error, 1)
+			go func() { ch <- f.File.Sync() }()
+			syncs = append(syncs, ch)
+			if c.opt.verify {
+				err = c.verify(f.File, paths[i], h)
+			}
 		}
 		if err != nil {
 			abort()
@@ -148,8 +165,13 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 		pending = append(pending, f)
 		res.Index = idx
 	}
-	// Everything is written and checked: give the files their names, the
-	// index last so that no index ever names a shard not yet there.
+	if err := waitSyncs(); err != nil {
+		abort()
+		return nil, fmt.Errorf("%s: syncing the shards: %w", outDir, err)
+	}
+	// Everything is written, synced and checked: give the files their
+	// names, the index last so that no index ever names a shard not yet
+	// there.
 	for i, f := range pending {
 		if err := f.Commit(); err != nil {
 			for _, p := range paths[:i] {

@@ -11,7 +11,6 @@ import (
 	"slices"
 
 	"github.com/gosafetensors/safetensors"
-	"github.com/gosafetensors/safetensors/internal/atomicfile"
 )
 
 // chunk is how many bytes are copied between checks of the context and
@@ -217,20 +216,6 @@ func readFull(r io.ReaderAt, p []byte, off int64) error {
 
 func sameInfo(a, b safetensors.TensorInfo) bool {
 	return a.Name == b.Name && a.DType == b.DType && slices.Equal(a.Shape, b.Shape) && a.DataOffsets == b.DataOffsets
-}
-
-// syncAndVerify syncs f to disk while verify (if any) reads it back.
-func syncAndVerify(f *atomicfile.File, verify func() error) error {
-	synced := make(chan error, 1)
-	go func() { synced <- f.File.Sync() }()
-	var err error
-	if verify != nil {
-		err = verify()
-	}
-	if serr := <-synced; err == nil {
-		err = serr
-	}
-	return err
 }
 
 // checkFree refuses outputs that exist unless overwriting is allowed.
