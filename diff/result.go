@@ -50,8 +50,9 @@ func (t *Tensor) Equal() bool {
 
 // Meta lists differences in __metadata__.
 type Meta struct {
-	OnlyA, OnlyB map[string]string    // keys in one side only
-	Changed      map[string][2]string // keys in both with different values: [A, B]
+	OnlyA   map[string]string    `json:"only_a"`  // keys in A only
+	OnlyB   map[string]string    `json:"only_b"`  // keys in B only
+	Changed map[string][2]string `json:"changed"` // keys in both with different values: [A, B]
 }
 
 // Equal reports whether the metadata is the same on both sides.
