@@ -224,7 +224,7 @@ func checkFree(paths []string, overwrite bool) error {
 		_, err := os.Lstat(p)
 		switch {
 		case err == nil && !overwrite:
-			return fmt.Errorf("%w: %s (overwrite to replace it)", ErrExists, p)
+			return fmt.Errorf("%w: %s", ErrExists, p)
 		case err != nil && !errors.Is(err, os.ErrNotExist):
 			return err
 		}
