@@ -199,7 +199,10 @@ func (w *walker) popMark() bool {
 
 func (w *walker) reset() {
 	w.stack, w.marks = w.stack[:0], w.marks[:0]
-	clear(w.memo)
+	if len(w.memo) > 0 {
+		// a fresh map: clear would cost the old map's capacity at every STOP
+		w.memo = make(map[uint64]shadow)
+	}
 	w.memoLost, w.bottomLost = false, false
 }
 
