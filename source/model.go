@@ -1,0 +1,186 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/compressed"
+	"github.com/gosafetensors/safetensors/convert"
+	"github.com/gosafetensors/safetensors/sharded"
+	"github.com/gosafetensors/safetensors/torch"
+)
+
+// Model is a location opened as tensors: one safetensors file (local,
+// remote or compressed), a sharded model (a directory, an index, a Hub
+// repository), or a PyTorch checkpoint read as the file converting it would
+// write. It implements safetensors.Source; the fields say which kind it is,
+// for callers that show more than tensors.
+type Model struct {
+	safetensors.Source
+
+	Name   string
+	Format Format
+	Object *Object // the file or object opened; nil for a local directory
+
+	File       *safetensors.Reader  // a single safetensors file (its header, warnings)
+	Sharded    *sharded.Model       // a directory or an index (shards, warnings)
+	Checkpoint *convert.Source      // a PyTorch checkpoint
+	Compressed *compressed.ReaderAt // a compressed file, under File
+
+	closers []io.Closer
+}
+
+// Close releases everything the model holds.
+func (m *Model) Close() error {
+	var err error
+	if m.Source != nil {
+		err = m.Source.Close()
+	}
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		if cerr := m.closers[i].Close(); err == nil {
+			err = cerr
+		}
+	}
+	m.closers = nil
+	return err
+}
+
+// OpenModel opens loc (see [Open]) as tensors. Errors are *IOError when
+// the bytes could not be read, *ContentError (or the decoder's format
+// error) when they were read and are not a model.
+func OpenModel(ctx context.Context, loc string, opts ...Option) (*Model, error) {
+	o, err := Open(ctx, loc, opts...)
+	if err != nil {
+		return nil, err
+	}
+	m, err := o.Model(ctx, opts...)
+	if err != nil {
+		o.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Model reads the object as tensors; the Model owns the object from then
+// on (on error the caller still does).
+func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Name: o.Name, Format: o.Format, Object: o}
+	switch o.Format {
+	case Directory:
+		sm, err := sharded.OpenDir(ctx, o.Name)
+		if err != nil {
+			return nil, classify(o, err)
+		}
+		m.Source, m.Sharded = sm, sm
+		return m, nil
+	case Safetensors:
+		r, err := o.safetensors()
+		if err != nil {
+			return nil, classify(o, err)
+		}
+		m.Source, m.File = r, r
+		if o.file == nil {
+			m.closers = append(m.closers, o)
+		}
+		return m, nil
+	case Index:
+		sm, dir, err := o.index(ctx)
+		if err != nil {
+			return nil, classify(o, err)
+		}
+		m.Source, m.Sharded = sm, sm
+		m.closers = append(m.closers, o)
+		if dir != nil {
+			m.closers = append(m.closers, dir)
+		}
+		return m, nil
+	case Compressed:
+		ra, err := compressed.NewReaderAt(o, o.Size, compressed.WithName(o.Name))
+		if err != nil {
+			return nil, classify(o, err)
+		}
+		r, err := safetensors.NewReader(ra, ra.Size(), safetensors.WithName(o.Name))
+		if err != nil {
+			return nil, classify(o, err)
+		}
+		m.Source, m.File, m.Compressed = r, r, ra
+		m.closers = append(m.closers, o)
+		return m, nil
+	}
+	// A checkpoint, or unknown content that may still be a pickle stream
+	// (protocols 0 and 1 have no magic).
+	ck, err := torch.NewReader(o, o.Size, o.Name)
+	if err != nil {
+		err = classify(o, err)
+		if o.Format == Unknown && !IsIOError(err) {
+			return nil, &ContentError{Location: o.Name, Format: o.Format, Msg: "not a safetensors file, a sharded model index or a PyTorch checkpoint", Hint: o.Hint, Err: err}
+		}
+		return nil, err
+	}
+	cs, err := convert.NewSource(ck, o.Name, convert.Options{Key: c.torchKey})
+	if err != nil {
+		return nil, classify(o, err)
+	}
+	m.Source, m.Checkpoint = cs, cs
+	m.closers = append(m.closers, o)
+	return m, nil
+}
+
+// safetensors reads the object's header: a local file is mapped (the
+// *File then owns the descriptor).
+func (o *Object) safetensors() (*safetensors.Reader, error) {
+	if o.file != nil {
+		f, err := safetensors.NewFile(o.file, safetensors.WithName(o.Name))
+		if err != nil {
+			return nil, err
+		}
+		o.closer = nil // f closes the descriptor
+		return &f.Reader, nil
+	}
+	return safetensors.NewReader(o, o.Size, safetensors.WithName(o.Name))
+}
+
+// index reads the object as a sharded model's index and opens its shards
+// beside it; dir, if not nil, is to be closed with the model.
+func (o *Object) index(ctx context.Context) (sm *sharded.Model, dir io.Closer, err error) {
+	if o.Size > sharded.DefaultMaxIndexSize {
+		return nil, nil, &ContentError{Location: o.Name, Format: Index, Msg: fmt.Sprintf("index of %d bytes is larger than the %d allowed", o.Size, sharded.DefaultMaxIndexSize)}
+	}
+	b := make([]byte, o.Size)
+	if n, err := o.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF) && int64(n) == o.Size) {
+		return nil, nil, &IOError{Location: o.Name, Op: "read", Err: err}
+	}
+	idx, err := sharded.ParseIndex(b, o.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.file != nil {
+		d, err := sharded.NewDirOpener(filepath.Dir(o.Name))
+		if err != nil {
+			return nil, nil, &IOError{Location: o.Name, Op: "open", Err: err}
+		}
+		sm, err := sharded.OpenIndex(ctx, idx, o.Name, d)
+		if err != nil {
+			d.Close()
+			return nil, nil, err
+		}
+		return sm, d, nil
+	}
+	op := sharded.ReaderAtOpener(func(ctx context.Context, name string) (io.ReaderAt, int64, error) {
+		s, err := o.Sibling(ctx, name)
+		if err != nil {
+			return nil, 0, err
+		}
+		return s, s.Size, nil
+	})
+	sm, err = sharded.OpenIndex(ctx, idx, o.Name, op)
+	return sm, nil, err
+}

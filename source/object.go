@@ -1,0 +1,153 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/gosafetensors/safetensors/compressed"
+)
+
+// Object is one opened file or remote object: its bytes at offsets, its
+// size, and its format, detected once from its content.
+type Object struct {
+	Name   string // the location as given (URLs without credentials)
+	Size   int64
+	Format Format
+	Hint   string // plain words on what unrecognised content looks like
+	Prefix []byte // the first bytes (up to PrefixSize), as read at open
+
+	r       io.ReaderAt
+	file    *os.File // a local file, for mapping
+	closer  io.Closer
+	sibling func(ctx context.Context, rel string) (*Object, error)
+	ioErr   ioErrBox
+}
+
+// ReadAt reads from the object. The first failure other than io.EOF is
+// remembered, so that a decoder's complaint about a short read is reported
+// as the I/O error it was.
+func (o *Object) ReadAt(p []byte, off int64) (int, error) {
+	n, err := o.r.ReadAt(p, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		o.ioErr.record(err)
+	}
+	return n, err
+}
+
+// ReadRuns reads many byte runs; see safetensors.RunReader.
+func (o *Object) ReadRuns(bufs [][]byte, offs []int64) error {
+	if rr, ok := o.r.(interface {
+		ReadRuns([][]byte, []int64) error
+	}); ok {
+		err := rr.ReadRuns(bufs, offs)
+		if err != nil {
+			o.ioErr.record(err)
+		}
+		return err
+	}
+	for i, b := range bufs {
+		n, err := o.ReadAt(b, offs[i])
+		if err != nil && !(errors.Is(err, io.EOF) && n == len(b)) {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReaderAt returns the object's underlying reader (an *os.File, an HTTP
+// range reader, a bucket object), which may implement
+// safetensors.RunReader.
+func (o *Object) ReaderAt() io.ReaderAt { return o.r }
+
+// Local reports whether the object is a local file.
+func (o *Object) Local() bool { return o.file != nil }
+
+// Close releases the object.
+func (o *Object) Close() error {
+	if o.closer == nil {
+		return nil
+	}
+	err := o.closer.Close()
+	o.closer = nil
+	return err
+}
+
+// Sibling opens the object at rel, a plain name relative to this object's
+// folder (a shard beside its index). rel must already have been checked to
+// be a plain relative name.
+func (o *Object) Sibling(ctx context.Context, rel string) (*Object, error) {
+	if o.sibling == nil {
+		return nil, fmt.Errorf("%s: cannot open %q beside it", o.Name, rel)
+	}
+	return o.sibling(ctx, rel)
+}
+
+// newObject reads the prefix of r and detects its format.
+func newObject(name string, r io.ReaderAt, size int64, closer io.Closer) (*Object, error) {
+	o := &Object{Name: name, Size: size, r: r, closer: closer}
+	buf := make([]byte, min(size, PrefixSize))
+	n, err := r.ReadAt(buf, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+		return nil, &IOError{Location: name, Op: "read", Err: err}
+	}
+	o.Prefix = buf[:n]
+	o.Format, o.Hint = Detect(o.Prefix, size)
+	if o.Format == Unknown || o.Format == Safetensors {
+		cf, err := compressed.Detect(r, size)
+		if err != nil {
+			return nil, &IOError{Location: name, Op: "read", Err: err}
+		}
+		if cf != compressed.None {
+			o.Format, o.Hint = Compressed, ""
+		}
+	}
+	return o, nil
+}
+
+// IOError is a failure to read a location: the disk, the network, a
+// timeout, a refusal to authenticate, a missing object. It says nothing
+// about the content. Err is the cause (errors.Is and errors.As see it).
+type IOError struct {
+	Location string
+	Op       string // "open", "read", "list"
+	Err      error
+}
+
+func (e *IOError) Error() string {
+	msg := e.Err.Error()
+	if strings.Contains(msg, e.Location) {
+		return msg
+	}
+	return e.Location + ": " + msg
+}
+
+func (e *IOError) Unwrap() error { return e.Err }
+
+// ContentError says a location holds something that is not what was asked
+// for: a page, a pointer, an archive, an unreadable checkpoint. It is about
+// the bytes, so the CLI reports it as a problem found (exit 1).
+type ContentError struct {
+	Location string
+	Format   Format
+	Msg      string
+	Hint     string
+	Err      error // a format error from the decoder, if any
+}
+
+func (e *ContentError) Error() string {
+	s := e.Location + ": " + e.Msg
+	if e.Hint != "" {
+		s += "\n  hint: " + e.Hint
+	}
+	return s
+}
+
+func (e *ContentError) Unwrap() error { return e.Err }
+
+// ErrNotRegular is returned for a local path that is a FIFO, a device or a
+// socket: reading it could block forever or never end.
+var ErrNotRegular = errors.New("not a regular file")

@@ -1,0 +1,253 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/gosafetensors/safetensors/remote"
+	"github.com/gosafetensors/safetensors/remote/blobstore"
+)
+
+// Option configures Open and OpenModel.
+type Option func(*config) error
+
+type config struct {
+	remote    []remote.Option
+	blob      []blobstore.Option
+	subfolder string
+	hub       *remote.Hub
+	torchKey  string
+}
+
+func buildConfig(opts []Option) (config, error) {
+	var c config
+	for _, o := range opts {
+		if o == nil {
+			return c, errors.New("source: nil option")
+		}
+		if err := o(&c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// WithRemote passes options to HTTP and Hub readers (timeouts, retries,
+// concurrency, token, endpoint).
+func WithRemote(opts ...remote.Option) Option {
+	return func(c *config) error { c.remote = append(c.remote, opts...); return nil }
+}
+
+// WithBlob passes options to object-storage readers.
+func WithBlob(opts ...blobstore.Option) Option {
+	return func(c *config) error { c.blob = append(c.blob, opts...); return nil }
+}
+
+// WithHub reads hf:// locations through h (shared traffic counters and
+// concurrency bound) instead of a Hub made from the environment.
+func WithHub(h *remote.Hub) Option {
+	return func(c *config) error {
+		if h == nil {
+			return errors.New("source: WithHub(nil)")
+		}
+		c.hub = h
+		return nil
+	}
+}
+
+// WithSubfolder looks for the model of a Hub repository in a subfolder.
+func WithSubfolder(dir string) Option {
+	return func(c *config) error {
+		dir = strings.Trim(dir, "/")
+		if dir != "" {
+			if err := remote.ValidRepoPath(dir); err != nil {
+				return fmt.Errorf("source: subfolder: %w", err)
+			}
+		}
+		c.subfolder = dir
+		return nil
+	}
+}
+
+// WithCheckpointKey reads a PyTorch checkpoint's entry key (e.g.
+// "state_dict", "model") as the model, as convert --key does.
+func WithCheckpointKey(key string) Option {
+	return func(c *config) error { c.torchKey = key; return nil }
+}
+
+// Kind of location, from its spelling.
+type Kind int
+
+// Location kinds.
+const (
+	LocalPath Kind = iota
+	HTTP
+	Hub
+	Bucket
+)
+
+// KindOf tells what kind of location s spells.
+func KindOf(s string) Kind {
+	switch {
+	case strings.HasPrefix(s, "hf://"):
+		return Hub
+	case strings.HasPrefix(s, "http://"), strings.HasPrefix(s, "https://"):
+		if remote.IsHubURL(s) {
+			return Hub
+		}
+		return HTTP
+	case blobstore.IsURL(s):
+		return Bucket
+	}
+	return LocalPath
+}
+
+// IsPrefix reports whether loc names a folder of objects rather than one:
+// a local directory, or a bucket URL ending in '/'.
+func IsPrefix(loc string) bool {
+	switch KindOf(loc) {
+	case LocalPath:
+		st, err := os.Stat(loc)
+		return err == nil && st.IsDir()
+	case Bucket:
+		return strings.HasSuffix(loc, "/")
+	}
+	return false
+}
+
+// Open opens one file or object: a local path, an http(s) URL, a Hub
+// file (hf://ORG/REPO[@REV]/PATH or a …/resolve/REV/FILE URL; a bare
+// hf://ORG/REPO opens the repository's model file, its index when it has
+// one), or a bucket object (s3://, gs://, azblob://, file://, mem://). Its
+// format is detected once from its content. A local directory opens as an
+// Object of Format Directory that holds no bytes. Failures to reach the
+// bytes are *IOError.
+func Open(ctx context.Context, loc string, opts ...Option) (*Object, error) {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	switch KindOf(loc) {
+	case Hub:
+		return openHub(ctx, loc, &c)
+	case HTTP:
+		return openHTTP(ctx, loc, &c)
+	case Bucket:
+		return openBucket(ctx, loc, &c)
+	}
+	return openLocal(loc)
+}
+
+func openHTTP(ctx context.Context, loc string, c *config) (*Object, error) {
+	f, err := remote.Open(ctx, loc, c.remote...)
+	if err != nil {
+		return nil, &IOError{Location: loc, Op: "open", Err: err}
+	}
+	o, err := newObject(f.Name(), f, f.Size(), f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	base, _ := url.Parse(loc)
+	o.sibling = func(ctx context.Context, rel string) (*Object, error) {
+		if err := remote.ValidRepoPath(rel); err != nil {
+			return nil, err
+		}
+		u := base.ResolveReference(&url.URL{Path: rel})
+		return openHTTP(ctx, u.String(), c)
+	}
+	return o, nil
+}
+
+var (
+	defaultHubOnce sync.Once
+	defaultHub     *remote.Hub
+	defaultHubErr  error
+)
+
+func hubFor(c *config) (*remote.Hub, error) {
+	if c.hub != nil {
+		return c.hub, nil
+	}
+	if len(c.remote) > 0 {
+		return remote.NewHub(c.remote...)
+	}
+	defaultHubOnce.Do(func() { defaultHub, defaultHubErr = remote.NewHub() })
+	return defaultHub, defaultHubErr
+}
+
+func openHub(ctx context.Context, loc string, c *config) (*Object, error) {
+	ref, err := remote.ParseHubURL(loc)
+	if err != nil {
+		return nil, &IOError{Location: loc, Op: "open", Err: err}
+	}
+	h, err := hubFor(c)
+	if err != nil {
+		return nil, &IOError{Location: loc, Op: "open", Err: err}
+	}
+	repo, err := h.Repo(ref)
+	if err != nil {
+		return nil, &IOError{Location: loc, Op: "open", Err: err}
+	}
+	var f *remote.File
+	file := ref.Path
+	if file == "" {
+		f, file, _, err = repo.OpenModel(ctx, c.subfolder)
+	} else {
+		f, err = repo.Open(ctx, file)
+	}
+	if err != nil {
+		return nil, &IOError{Location: loc, Op: "open", Err: err}
+	}
+	o, err := newObject(f.Name(), f, f.Size(), f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	dir := path.Dir(file)
+	o.sibling = func(ctx context.Context, rel string) (*Object, error) {
+		if err := remote.ValidRepoPath(rel); err != nil {
+			return nil, err
+		}
+		sf, err := repo.Open(ctx, path.Join(dir, rel))
+		if err != nil {
+			return nil, &IOError{Location: rel, Op: "open", Err: err}
+		}
+		so, err := newObject(sf.Name(), sf, sf.Size(), sf)
+		if err != nil {
+			sf.Close()
+		}
+		return so, err
+	}
+	return o, nil
+}
+
+func openBucket(ctx context.Context, loc string, c *config) (*Object, error) {
+	b, err := blobstore.Open(ctx, loc, c.blob...)
+	if err != nil {
+		return nil, &IOError{Location: loc, Op: "open", Err: err}
+	}
+	return bucketObject(b)
+}
+
+func bucketObject(b *blobstore.Object) (*Object, error) {
+	o, err := newObject(b.Name(), b, b.Size(), b)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	o.sibling = func(ctx context.Context, rel string) (*Object, error) {
+		sb, err := b.Sibling(ctx, rel)
+		if err != nil {
+			return nil, &IOError{Location: rel, Op: "open", Err: err}
+		}
+		return bucketObject(sb)
+	}
+	return o, nil
+}
