@@ -11,7 +11,7 @@ import (
 func TestWalkerContinuesWithDecoderState(t *testing.T) {
 	cases := map[string]string{
 		// memo strings put before a refusal, STACK_GLOBAL after it
-		"memo":  "\x80\x04\x8c\x05posix\x94\x8c\x06system\x94I0x1g\nh\x00h\x01\x93.",
+		"memo": "\x80\x04\x8c\x05posix\x94\x8c\x06system\x94I0x1g\nh\x00h\x01\x93.",
 		// strings on the stack before a cap (a 10,000-digit hex LONG,
 		// which CPython reads)
 		"stack": "\x80\x04\x8c\x05posix\x8c\x06systemL0x" + strings.Repeat("f", 10000) + "L\n0\x93.",
