@@ -151,7 +151,7 @@ func open(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	case kindZip:
 		return openZip(r, size, lim)
 	case kindTar:
-		return nil, newError(ErrUnsupported, "", 0, "tar checkpoint (torch < 0.4) is not supported: the first 512 bytes pass Python's tar header check, so torch.load would read the file as a tar archive")
+		return nil, newError(ErrUnsupported, "", -1, "tar checkpoint (torch < 0.4) is not supported: the first 512 bytes pass Python's tar header check, so torch.load would read the file as a tar archive")
 	}
 	return openStream(r, size, lim)
 }
