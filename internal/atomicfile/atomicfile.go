@@ -8,20 +8,54 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // File is a pending output file. Write to it, then Commit or Abort.
 type File struct {
 	*os.File
-	path string
-	done bool
+	path   string
+	done   bool
+	direct bool // writing straight into a FIFO, a device or a terminal
+}
+
+// live holds the temporary files not yet committed or aborted, for
+// RemoveTemporary.
+var live sync.Map
+
+// RemoveTemporary removes every temporary file that is neither committed
+// nor aborted. A signal handler calls it before the process exits, so that
+// an interrupted command leaves nothing behind.
+func RemoveTemporary() {
+	live.Range(func(k, _ any) bool {
+		os.Remove(k.(string))
+		live.Delete(k)
+		return true
+	})
 }
 
 // Create starts writing path. The temporary file is created with mode 0666
 // so that the process umask decides the final permissions, as os.Create does.
+//
+// A destination that exists and is not a regular file (a FIFO, a device
+// such as /dev/stdout or /dev/null, possibly through a symlink) cannot be
+// replaced atomically and must not be replaced at all: it is opened and
+// written directly, and Commit only closes it.
 func Create(path string) (*File, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		if st.IsDir() {
+			return nil, &fs.PathError{Op: "create", Path: path, Err: errors.New("is a directory")}
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &File{File: f, path: path, direct: true}, nil
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -37,11 +71,28 @@ func Create(path string) (*File, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, createError(path, dir, err)
 		}
+		live.Store(tmp, struct{}{})
 		return &File{File: f, path: path}, nil
 	}
 	return nil, errors.New("atomicfile: could not create a temporary file in " + dir)
+}
+
+// createError explains a failure to create the temporary file in terms of
+// the destination, never the temporary name.
+func createError(path, dir string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &fs.PathError{Op: "create", Path: path, Err: fmt.Errorf("directory %s does not exist: %w", dir, fs.ErrNotExist)}
+	case errors.Is(err, fs.ErrPermission):
+		return &fs.PathError{Op: "create", Path: path, Err: fmt.Errorf("no permission to write in directory %s: %w", dir, fs.ErrPermission)}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: "create", Path: path, Err: pe.Err}
+	}
+	return &fs.PathError{Op: "create", Path: path, Err: err}
 }
 
 // Path returns the destination path.
@@ -53,11 +104,18 @@ func (f *File) Commit() error { return f.CommitAfter(nil) }
 
 // CommitAfter syncs the file to disk while check (if not nil) runs; check
 // may read the file through f.File meanwhile. It then renames the file over
-// the destination if both succeeded. If either fails the temporary file is removed and the
+// the destination if both succeeded. For a destination written directly
+// (see Create) it only closes the file. If either fails the temporary file is removed and the
 // destination is untouched; check's error is returned first.
 func (f *File) CommitAfter(check func() error) error {
 	if f.done {
 		return os.ErrClosed
+	}
+	if f.direct {
+		// What went into a pipe or a device cannot be read back: check
+		// is not run.
+		f.done = true
+		return f.File.Close()
 	}
 	synced := make(chan error, 1)
 	go func() { synced <- f.File.Sync() }()
@@ -79,6 +137,7 @@ func (f *File) CommitAfter(check func() error) error {
 	if err == nil {
 		err = os.Rename(tmp, f.path)
 	}
+	live.Delete(tmp)
 	if err != nil {
 		os.Remove(tmp)
 		return err
@@ -94,10 +153,18 @@ func (f *File) Abort() error {
 		return nil
 	}
 	f.done = true
+	if f.direct {
+		return f.File.Close()
+	}
 	tmp := f.File.Name()
 	f.File.Close()
+	live.Delete(tmp)
 	return os.Remove(tmp)
 }
+
+// Direct reports whether the destination is written in place because it
+// is not a regular file (see Create).
+func (f *File) Direct() bool { return f.direct }
 
 // syncDir makes the rename durable where the platform allows it.
 func syncDir(dir string) {

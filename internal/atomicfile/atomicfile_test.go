@@ -1,8 +1,11 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -89,4 +92,46 @@ func TestCommitAfterFailedCheck(t *testing.T) {
 		t.Fatalf("destination changed to %q", b)
 	}
 	assertOnly(t, dir, "out.bin")
+}
+
+func TestNonRegularDestinationWrittenInPlace(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "null")
+	if err := os.Symlink("/dev/null", link); err != nil {
+		t.Skip(err)
+	}
+	f, err := Create(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Direct() {
+		t.Fatal("a symlink to /dev/null is written through a temporary file")
+	}
+	f.Write([]byte("hello"))
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the symlink was replaced: %v %v", st.Mode(), err)
+	}
+	if st, _ := os.Stat("/dev/null"); st.Mode().IsRegular() {
+		t.Fatal("/dev/null became a regular file")
+	}
+}
+
+func TestRemoveTemporaryAndErrorNames(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Create(filepath.Join(dir, "out.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("partial"))
+	RemoveTemporary()
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("left behind: %v", ents)
+	}
+	_, err = Create(filepath.Join(dir, "missing", "out.bin"))
+	if err == nil || strings.Contains(err.Error(), ".tmp-") || !strings.Contains(err.Error(), "does not exist") || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("error for a missing directory: %v", err)
+	}
 }
