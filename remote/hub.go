@@ -302,3 +302,39 @@ func isEntryNotFound(err error) bool {
 	}
 	return se.Code == "EntryNotFound" || se.Code == ""
 }
+
+// Location is what [Hub.OpenLocation] found.
+type Location struct {
+	Repo  *Repo  // the repository, its commit pinned
+	File  *File  // the file opened
+	Path  string // its path in the repository
+	Index bool   // File is a model.safetensors.index.json
+}
+
+// OpenLocation opens an hf:// or resolve URL. A path whose last segment has
+// an extension (model.safetensors, x.index.json, pytorch_model.bin) is opened
+// as a file; no path, or a path without extension, is a (sub)folder whose
+// model is opened with [Repo.OpenModel]. It costs one request (two when a
+// folder holds model.safetensors and no index).
+func (h *Hub) OpenLocation(ctx context.Context, location string) (*Location, error) {
+	ref, err := ParseHubURL(location)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := h.Repo(ref)
+	if err != nil {
+		return nil, err
+	}
+	if ref.Path != "" && strings.Contains(path.Base(ref.Path), ".") {
+		f, err := repo.Open(ctx, ref.Path)
+		if err != nil {
+			return nil, err
+		}
+		return &Location{Repo: repo, File: f, Path: ref.Path, Index: strings.HasSuffix(ref.Path, ".index.json")}, nil
+	}
+	f, file, index, err := repo.OpenModel(ctx, ref.Path)
+	if err != nil {
+		return nil, err
+	}
+	return &Location{Repo: repo, File: f, Path: file, Index: index}, nil
+}
