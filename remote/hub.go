@@ -119,6 +119,22 @@ func envToken() (string, error) {
 // Endpoint returns the Hub endpoint, e.g. https://huggingface.co.
 func (h *Hub) Endpoint() string { return h.endpoint.String() }
 
+// Handles reports whether location is for this Hub: an hf:// URL, or a
+// resolve URL (http(s)://HOST/[datasets/]ORG/REPO/resolve/REV/FILE) on the
+// endpoint's host. Other resolve-shaped URLs are plain HTTP files: their
+// server may not report X-Repo-Commit, which [Repo.Open] requires.
+func (h *Hub) Handles(location string) bool {
+	if IsHubURL(location) {
+		return true
+	}
+	ref, err := parseResolveURL(location)
+	if err != nil {
+		return false
+	}
+	u, err := url.Parse(ref.Endpoint)
+	return err == nil && u.Host == h.endpoint.Host && u.Scheme == h.endpoint.Scheme
+}
+
 // Offline reports whether network access is forbidden.
 func (h *Hub) Offline() bool { return h.offline }
 

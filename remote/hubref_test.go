@@ -115,3 +115,22 @@ func FuzzParseContentRange(f *testing.F) {
 		}
 	})
 }
+
+func TestHandles(t *testing.T) {
+	hub, err := NewHub(WithEndpoint("https://huggingface.co"), WithToken(""), WithOffline(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for loc, want := range map[string]bool{
+		"hf://org/repo": true,
+		"https://huggingface.co/org/repo/resolve/main/model.safetensors": true,
+		"https://hf-mirror.com/org/repo/resolve/main/model.safetensors":  false,
+		"http://huggingface.co/org/repo/resolve/main/model.safetensors":  false,
+		"https://huggingface.co/org/repo/blob/main/model.safetensors":    false,
+		"s3://bucket/key": false,
+	} {
+		if got := hub.Handles(loc); got != want {
+			t.Errorf("%s: %v", loc, got)
+		}
+	}
+}

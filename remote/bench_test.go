@@ -1,0 +1,77 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	safetensors "github.com/gosafetensors/safetensors"
+)
+
+// BenchmarkHeaderRemoteVsLocal opens a file and parses its header over
+// loopback HTTP and, alternately in the same loop, locally (safetensors.Open,
+// a memory mapping). It reports the medians of both, their ratio, and the
+// requests and bytes of the remote reads.
+func BenchmarkHeaderRemoteVsLocal(b *testing.B) {
+	dir := b.TempDir()
+	synth := filepath.Join(dir, "synthetic_1000.safetensors")
+	var ts []safetensors.TensorData
+	for i := range 1000 {
+		ts = append(ts, safetensors.TensorData{Name: fmt.Sprintf("model.layers.%d.mlp.down_proj.weight", i), DType: safetensors.F16, Shape: []int64{4, 8}, Data: make([]byte, 64)})
+	}
+	if err := safetensors.WriteFile(synth, ts, map[string]string{"format": "pt"}); err != nil {
+		b.Fatal(err)
+	}
+	for _, path := range []string{"../testdata/torch/tiny_transformer.safetensors", "../testdata/torch/large_dims.safetensors", synth} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(filepath.Base(path), func(b *testing.B) {
+			srv := newRangeServer(b, data)
+			var remote, local []time.Duration
+			var reqs, bytes int64
+			for b.Loop() {
+				t0 := time.Now()
+				lf, err := safetensors.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = lf.Names()
+				lf.Close()
+				t1 := time.Now()
+				f, err := Open(context.Background(), srv.URL+"/m")
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := safetensors.NewReader(f, f.Size())
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = r.Names()
+				t2 := time.Now()
+				local, remote = append(local, t1.Sub(t0)), append(remote, t2.Sub(t1))
+				st := f.Stats()
+				reqs, bytes = reqs+st.Requests, bytes+st.Bytes
+			}
+			n := int64(len(remote))
+			lm, rm := median(local), median(remote)
+			b.ReportMetric(float64(rm.Nanoseconds()), "remote-ns")
+			b.ReportMetric(float64(lm.Nanoseconds()), "local-ns")
+			b.ReportMetric(float64(rm)/float64(lm), "ratio")
+			b.ReportMetric(float64(reqs)/float64(n), "requests/op")
+			b.ReportMetric(float64(bytes)/float64(n), "bytes/op")
+			b.ReportMetric(float64(len(data)), "file-bytes")
+		})
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
