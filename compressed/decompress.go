@@ -45,6 +45,9 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 		return nil, err
 	}
 	defer ra.Close()
+	if c.maxSize >= 0 && ra.size > c.maxSize {
+		return nil, newErr(ErrLimit, -1, -1, "%s file decompresses to %d bytes, more than the limit of %d", f, ra.size, c.maxSize)
+	}
 	var done int64
 	if len(ra.prefix) > 0 {
 		if _, err := dst.Write(ra.prefix); err != nil {
@@ -82,6 +85,9 @@ func copyStream(dst io.Writer, r io.Reader, f Format, size int64, c config) (*Re
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {
+			if c.maxSize >= 0 && done+int64(n) > c.maxSize {
+				return nil, newErr(ErrLimit, -1, -1, "%s decompresses to more than the limit of %d bytes", f, c.maxSize)
+			}
 			if _, err := dst.Write(buf[:n]); err != nil {
 				return nil, err
 			}

@@ -34,6 +34,7 @@ type config struct {
 	maxFrame    int64
 	cacheFrames int
 	overwrite   bool
+	maxSize     int64 // -1: no limit
 }
 
 // Option configures [Compress], [Decompress], [NewReaderAt] and the file
@@ -48,6 +49,7 @@ func buildConfig(opts []Option) (config, error) {
 		concurrency: runtime.GOMAXPROCS(0),
 		maxFrame:    DefaultMaxFrameSize,
 		cacheFrames: DefaultCacheFrames,
+		maxSize:     -1,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -154,4 +156,18 @@ func WithCacheFrames(n int) Option {
 // output file (default: refuse with [ErrExists]).
 func WithOverwrite(ok bool) Option {
 	return func(o *config) error { o.overwrite = ok; return nil }
+}
+
+// WithMaxSize caps the total bytes [Decompress] may produce (default: no
+// cap, like `zstd -d`): a file that would decompress to more is refused
+// with [ErrLimit] — before any output for seekable files, whose size is
+// known, and as soon as the cap is passed for streams.
+func WithMaxSize(n int64) Option {
+	return func(o *config) error {
+		if n < 0 {
+			return optErr("max size %d is negative", n)
+		}
+		o.maxSize = n
+		return nil
+	}
 }
