@@ -2,10 +2,12 @@ package stats
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gosafetensors/safetensors"
 )
@@ -90,10 +92,10 @@ func compute(ctx context.Context, tensors []*safetensors.Tensor, opts []Option) 
 	for range min(o.workers, max(1, int(total/chunk)+1)) {
 		wg.Go(func() {
 			buf := make([]byte, min(chunk, total))
-			blk := make([]float64, block)
+			bl := &blocks{f32: make([]float32, block), f64: make([]float64, block)}
 			for j := range jobs {
 				t := tensors[j.ti]
-				a, err := summarise(t, buf, blk, j.off, j.end)
+				a, err := summarise(t, buf, bl, j.off, j.end)
 				if err != nil {
 					cancel(err)
 					continue
@@ -136,44 +138,102 @@ send:
 }
 
 // summarise reads bytes [off, end) of t and folds them into a new acc.
-func summarise(t *safetensors.Tensor, buf []byte, blk []float64, off, end int64) (acc, error) {
+func summarise(t *safetensors.Tensor, buf []byte, bl *blocks, off, end int64) (acc, error) {
 	a := newAcc()
-	decodable := safetensors.CanDecode(t.DType)
-	per := t.DType.Size()
 	for off < end {
 		b, err := t.ChunkAt(buf[:min(int64(len(buf)), end-off)], off)
 		if err != nil {
 			return a, err
 		}
 		off += int64(len(b))
-		if !decodable {
-			nf, err := CountNonFinite(t.DType, b)
-			if err != nil {
-				return a, err
-			}
-			a.nf.Add(nf)
-			continue
-		}
-		// Bytes per block of values: F4 packs two values per byte.
-		step := block * per
-		if per == 0 {
-			step = block / 2
-		}
-		for len(b) > 0 {
-			p := b[:min(step, len(b))]
-			b = b[len(p):]
-			n := len(p) * 2
-			if per > 0 {
-				n = len(p) / per
-			}
-			v := blk[:n]
-			if err := safetensors.DecodeFloat64(v, p, t.DType); err != nil {
-				return a, err
-			}
-			a.addBlock(v)
+		if err := bl.add(&a, t.DType, b); err != nil {
+			return a, err
 		}
 	}
 	return a, nil
+}
+
+// blocks holds one worker's decode buffers.
+type blocks struct {
+	f32 []float32
+	f64 []float64
+}
+
+// narrow lists the dtypes whose values float32 holds exactly: they are
+// decoded to float32, half the memory traffic of float64.
+func narrow(dt safetensors.DType) bool {
+	switch dt {
+	case safetensors.I32, safetensors.U32, safetensors.I64, safetensors.U64, safetensors.F64, safetensors.F32:
+		return false
+	}
+	return true
+}
+
+// add folds the whole elements in b into a.
+func (bl *blocks) add(a *acc, dt safetensors.DType, b []byte) error {
+	if !safetensors.CanDecode(dt) {
+		nf, err := CountNonFinite(dt, b)
+		a.nf.Add(nf)
+		return err
+	}
+	if v, ok := view[float32](dt == safetensors.F32, b); ok {
+		for len(v) > 0 {
+			n := min(block, len(v))
+			addBlock(a, v[:n])
+			v = v[n:]
+		}
+		return nil
+	}
+	if v, ok := view[float64](dt == safetensors.F64, b); ok {
+		for len(v) > 0 {
+			n := min(block, len(v))
+			addBlock(a, v[:n])
+			v = v[n:]
+		}
+		return nil
+	}
+	// Bytes per block of values: F4 packs two values per byte.
+	per := dt.Size()
+	step := block * per
+	if per == 0 {
+		step = block / 2
+	}
+	for len(b) > 0 {
+		p := b[:min(step, len(b))]
+		b = b[len(p):]
+		n, err := safetensors.ElementCount(dt, len(p))
+		if err != nil {
+			return err
+		}
+		if narrow(dt) {
+			v := bl.f32[:n]
+			if err := safetensors.DecodeFloat32(v, p, dt); err != nil {
+				return err
+			}
+			addBlock(a, v)
+			continue
+		}
+		v := bl.f64[:n]
+		if err := safetensors.DecodeFloat64(v, p, dt); err != nil {
+			return err
+		}
+		addBlock(a, v)
+	}
+	return nil
+}
+
+// littleEndian is true on hosts whose memory order matches the format's.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// view returns b as a []F without copying when ok says the dtype is F and
+// the host and alignment allow it.
+func view[F float32 | float64](ok bool, b []byte) ([]F, bool) {
+	var z F
+	size := int(unsafe.Sizeof(z))
+	if !ok || !littleEndian || len(b)%size != 0 || len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*F)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size), true
 }
 
 func finish(t *safetensors.Tensor, a acc) Stats {

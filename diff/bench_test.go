@@ -1,0 +1,147 @@
+package diff_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/diff"
+)
+
+// benchFile: see stats' benchmark; the same generator, so seed 0 files are
+// shared between the two packages' benchmarks.
+func benchFile(b *testing.B, seed uint64) string {
+	b.Helper()
+	dir := filepath.Join(os.TempDir(), "safetensors-bench")
+	os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, fmt.Sprintf("f32-1g-%d.safetensors", seed))
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	const per = 128 << 20
+	var infos []safetensors.TensorInfo
+	for i := range 8 {
+		infos = append(infos, safetensors.TensorInfo{Name: fmt.Sprintf("layers.%d.weight", i), DType: safetensors.F32, Shape: []int64{per / 4 / 4096, 4096}})
+	}
+	fw, err := safetensors.Create(path, infos, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	buf := make([]byte, per)
+	for i, t := range fw.Tensors() {
+		for j := 0; j < len(buf); j += 4 {
+			r := rng.Uint32()
+			binary.LittleEndian.PutUint32(buf[j:], 0x3F800000|r&0x807FFFFF)
+		}
+		if seed != 0 {
+			for j := i * 4; j < len(buf); j += 64 << 10 {
+				buf[j] ^= byte(seed)
+			}
+		}
+		if err := fw.WriteTensor(t.Name, buf); err != nil {
+			fw.Abort()
+			b.Fatal(err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+func interleaved(b *testing.B, bytes int64, baseline, ours func()) {
+	b.Helper()
+	var tb, to []time.Duration
+	baseline()
+	ours()
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		baseline()
+		t1 := time.Now()
+		ours()
+		t2 := time.Now()
+		tb, to = append(tb, t1.Sub(t0)), append(to, t2.Sub(t1))
+	}
+	b.StopTimer()
+	slices.Sort(tb)
+	slices.Sort(to)
+	mb, mo := tb[len(tb)/2], to[len(to)/2]
+	b.ReportMetric(float64(bytes)/mb.Seconds()/1e9, "base-GB/s")
+	b.ReportMetric(float64(bytes)/mo.Seconds()/1e9, "ours-GB/s")
+	b.ReportMetric(mo.Seconds()/mb.Seconds(), "ratio")
+}
+
+func readOnce(b *testing.B, paths ...string) {
+	buf := make([]byte, 4<<20)
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+// BenchmarkDiff1GiB compares two 1 GiB F32 files against reading both once:
+// "identical" (equal bytes: the memcmp path) and "changed" (one element in
+// every 64 KiB differs: every chunk is decoded and compared by value).
+func BenchmarkDiff1GiB(b *testing.B) {
+	a := benchFile(b, 0)
+	for _, c := range []struct {
+		name string
+		seed uint64
+	}{{"identical", 0}, {"changed", 0x10}} {
+		other := a
+		if c.seed != 0 {
+			other = benchFile(b, c.seed)
+		} else {
+			// A second file with the same bytes, so both are read.
+			other = filepath.Join(filepath.Dir(a), "f32-1g-copy.safetensors")
+			if _, err := os.Stat(other); err != nil {
+				data, err := os.ReadFile(a)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(other, data, 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.Run(c.name, func(b *testing.B) {
+			sa, _ := os.Stat(a)
+			sb, _ := os.Stat(other)
+			interleaved(b, sa.Size()+sb.Size(), func() { readOnce(b, a, other) }, func() {
+				fa, err := safetensors.Open(a)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer fa.Close()
+				fb, err := safetensors.Open(other)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer fb.Close()
+				r, err := diff.Compare(context.Background(), fa, fb)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.TensorsEqual() != (c.seed == 0) {
+					b.Fatalf("equal = %v", r.TensorsEqual())
+				}
+			})
+		})
+	}
+}
