@@ -75,3 +75,50 @@ func median(d []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkColumnSlice reads 1/8 of the columns of a 2048 x 4096-byte
+// matrix (2048 runs of 512 bytes) over loopback with multi-range requests
+// and, alternately, with parallel single-range requests (what servers
+// without multi-range get); local is a copy of the same runs from memory.
+func BenchmarkColumnSlice(b *testing.B) {
+	const rows, cols = 2048, 4096
+	data := randomBytes(rows*cols, 60)
+	srv := newRangeServer(b, data)
+	multi, err := Open(context.Background(), srv.URL+"/m", WithPrefetch(8))
+	if err != nil {
+		b.Fatal(err)
+	}
+	single, err := Open(context.Background(), srv.URL+"/m", WithPrefetch(8), WithMultiRange(1, 100))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bufs, offs := columnRuns(0, rows, cols, 0, cols/8)
+	var tm, ts, tl []time.Duration
+	m0, s0 := multi.Stats(), single.Stats()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := multi.ReadRuns(bufs, offs); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := single.ReadRuns(bufs, offs); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		for i, buf := range bufs {
+			copy(buf, data[offs[i]:])
+		}
+		t3 := time.Now()
+		tm, ts, tl = append(tm, t1.Sub(t0)), append(ts, t2.Sub(t1)), append(tl, t3.Sub(t2))
+	}
+	n := float64(len(tm))
+	m1, s1 := multi.Stats(), single.Stats()
+	b.ReportMetric(float64(median(tm).Microseconds()), "multi-us")
+	b.ReportMetric(float64(median(ts).Microseconds()), "single-us")
+	b.ReportMetric(float64(median(tl).Microseconds()), "local-us")
+	b.ReportMetric(float64(median(ts))/float64(median(tm)), "single/multi")
+	b.ReportMetric(float64(m1.Requests-m0.Requests)/n, "multi-requests/op")
+	b.ReportMetric(float64(s1.Requests-s0.Requests)/n, "single-requests/op")
+	b.ReportMetric(float64(m1.Bytes-m0.Bytes)/n, "multi-bytes/op")
+	b.ReportMetric(float64(rows*cols/8), "slice-bytes")
+}
