@@ -114,6 +114,9 @@ func Open(ctx context.Context, path string, opts ...OpenOption) (*Model, error) 
 	if st.IsDir() {
 		return OpenDir(ctx, path, opts...)
 	}
+	if !st.Mode().IsRegular() { // a FIFO would block the open
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrNoModel, path, st.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

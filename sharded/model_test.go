@@ -374,3 +374,24 @@ func TestMaxShards(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A shard that is a FIFO or a directory is refused without blocking.
+func TestShardNotARegularFile(t *testing.T) {
+	dir := twoShardDir(t)
+	fifo := filepath.Join(dir, "model-00002-of-00002.safetensors")
+	os.Remove(fifo)
+	if err := mkfifo(fifo); err != nil {
+		t.Skip(err)
+	}
+	if _, err := Open(context.Background(), dir); !errors.Is(err, ErrUnsafeName) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("FIFO shard: %v", err)
+	}
+	if _, err := Open(context.Background(), fifo); !errors.Is(err, ErrNoModel) {
+		t.Errorf("FIFO given directly: %v", err)
+	}
+	os.Remove(fifo)
+	os.Mkdir(fifo, 0o755)
+	if _, err := Open(context.Background(), dir); !errors.Is(err, ErrUnsafeName) {
+		t.Errorf("directory shard: %v", err)
+	}
+}

@@ -107,13 +107,25 @@ func (d *DirOpener) open(name string) (*os.File, error) {
 	if err := CheckShardName(name); err != nil {
 		return nil, err
 	}
-	f, err := d.root.Open(filepath.Join(d.sub, name))
-	if err != nil {
+	rel := filepath.Join(d.sub, name)
+	escapes := func(err error) error {
 		var pe *fs.PathError
 		if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) && strings.Contains(pe.Err.Error(), "escapes") {
-			return nil, fmt.Errorf("%w: %s leads outside %s (a symbolic link?): %v", ErrUnsafeName, d.path(name), d.dir, pe.Err)
+			return fmt.Errorf("%w: %s leads outside %s (a symbolic link?): %v", ErrUnsafeName, d.path(name), d.dir, pe.Err)
 		}
-		return nil, err
+		return err
+	}
+	// Stat first: opening a FIFO would wait for a writer forever.
+	st, err := d.root.Stat(rel)
+	if err != nil {
+		return nil, escapes(err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnsafeName, d.path(name), st.Mode().Type())
+	}
+	f, err := d.root.Open(rel)
+	if err != nil {
+		return nil, escapes(err)
 	}
 	return f, nil
 }
@@ -150,7 +162,7 @@ func openLocal(f *os.File, display string) (*localShard, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file", display)
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnsafeName, display, st.Mode().Type())
 	}
 	var src safetensors.Source
 	if runtime.GOOS == "linux" {

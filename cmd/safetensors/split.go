@@ -122,7 +122,8 @@ func shardProblem(err error) error {
 	switch {
 	case errors.Is(err, sharded.ErrExists):
 		return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%w; use --force to replace it", err)}
-	case errors.As(err, &ie), errors.As(err, &fe), errors.Is(err, sharded.ErrNoModel), errors.Is(err, safetensors.ErrWrite):
+	case errors.As(err, &ie), errors.As(err, &fe), errors.Is(err, sharded.ErrUnsafeName), errors.Is(err, sharded.ErrInvalidIndex),
+		errors.Is(err, sharded.ErrMismatch), errors.Is(err, sharded.ErrNoModel), errors.Is(err, safetensors.ErrWrite):
 		return &exitError{Code: exitProblems, Err: err}
 	}
 	return &exitError{Code: exitNoCheck, Err: err}

@@ -55,6 +55,19 @@ func TestSplitMergeCLIErrors(t *testing.T) {
 	if code, _, stderr := runCLI(t, "merge", bad, filepath.Join(dir, "o.safetensors")); code != 1 || !strings.Contains(stderr, "../x.safetensors") {
 		t.Errorf("unsafe index: exit %d, %s", code, stderr)
 	}
+	link := filepath.Join(dir, "link")
+	os.Mkdir(link, 0o755)
+	if code, _, stderr := runCLI(t, "split", torchDir+"tiny_transformer.materialized.safetensors", filepath.Join(dir, "outside"), "--max-shard-size", "1KiB"); code != 0 {
+		t.Fatal(stderr)
+	}
+	shards, _ := filepath.Glob(filepath.Join(dir, "outside", "model-*.safetensors"))
+	for _, s := range shards {
+		os.Symlink(s, filepath.Join(link, filepath.Base(s)))
+	}
+	os.Rename(filepath.Join(dir, "outside", sharded.IndexName), filepath.Join(link, sharded.IndexName))
+	if code, _, stderr := runCLI(t, "merge", link, filepath.Join(dir, "o.safetensors")); code != 1 || !strings.Contains(stderr, "outside") {
+		t.Errorf("symlink out of the directory: exit %d, %s", code, stderr)
+	}
 	if code, _, _ := runCLI(t, "merge", filepath.Join(dir, "missing"), filepath.Join(dir, "o.safetensors")); code != 2 {
 		t.Errorf("missing input: exit %d", code)
 	}
