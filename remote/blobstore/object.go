@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
@@ -128,7 +127,7 @@ func (sh *shared) open(ctx context.Context, key string) (*Object, error) {
 		return nil, o.ioError("open", -1, -1, err)
 	}
 	defer r.Close()
-	o.size, o.modTime, o.etag = r.Size(), r.ModTime(), readerETag(r)
+	o.size, o.modTime, o.etag = r.Size(), r.ModTime(), version(r)
 	want := min(n, o.size)
 	if o.size < 0 {
 		sh.release()
@@ -156,15 +155,6 @@ func (sh *shared) release() {
 	if sh.refs.Add(-1) == 0 && sh.owned {
 		sh.bucket.Close()
 	}
-}
-
-// readerETag returns the ETag of a read, where the driver exposes it.
-func readerETag(r *blob.Reader) string {
-	var out s3.GetObjectOutput
-	if r.As(&out) && out.ETag != nil {
-		return *out.ETag
-	}
-	return ""
 }
 
 // readExact fills buf and requires the reader to end there.
@@ -197,7 +187,9 @@ func (o *Object) Name() string { return o.name }
 // Key returns the object's key in its bucket.
 func (o *Object) Key() string { return o.key }
 
-// ETag returns the ETag pinned at open, where the store reports one on reads.
+// ETag returns the version pinned at open: the ETag on S3 and Azure,
+// "generation N" on GCS, "" where the store reports none on reads (fileblob,
+// memblob: size and modification time are checked instead).
 func (o *Object) ETag() string { return o.etag }
 
 // ModTime returns the modification time pinned at open.
@@ -296,18 +288,7 @@ func (o *Object) readSpan(ctx context.Context, s runs.Span) error {
 	}
 	defer func() { <-o.shared.sem }()
 	o.stats.requests.Add(1)
-	var opts *blob.ReaderOptions
-	if o.etag != "" {
-		etag := o.etag
-		opts = &blob.ReaderOptions{BeforeRead: func(as func(any) bool) error {
-			var in *s3.GetObjectInput
-			if as(&in) {
-				in.IfMatch = &etag
-			}
-			return nil
-		}}
-	}
-	r, err := o.shared.bucket.NewRangeReader(ctx, o.key, s.Off, s.Len(), opts)
+	r, err := o.shared.bucket.NewRangeReader(ctx, o.key, s.Off, s.Len(), pinned(o.etag))
 	if err != nil {
 		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
 			err = fmt.Errorf("%w: %w", remote.ErrObjectChanged, err)
@@ -336,8 +317,8 @@ func (o *Object) checkIdentity(r *blob.Reader) error {
 	if m := r.ModTime(); !o.modTime.IsZero() && !m.IsZero() && !m.Equal(o.modTime) {
 		return fmt.Errorf("%w: %s: modified at %v, now %v", remote.ErrObjectChanged, o.name, o.modTime, m)
 	}
-	if e := readerETag(r); o.etag != "" && e != "" && e != o.etag {
-		return fmt.Errorf("%w: %s: ETag was %s, now %s", remote.ErrObjectChanged, o.name, o.etag, e)
+	if e := version(r); o.etag != "" && e != "" && e != o.etag {
+		return fmt.Errorf("%w: %s: version was %s, now %s", remote.ErrObjectChanged, o.name, o.etag, e)
 	}
 	return nil
 }
