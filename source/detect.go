@@ -63,12 +63,14 @@ func Detect(prefix []byte, size int64) (Format, string) {
 	case bytes.HasPrefix(prefix, []byte("PK\x03\x04")), bytes.HasPrefix(prefix, []byte("PK\x05\x06")),
 		bytes.HasPrefix(prefix, []byte("PK\x07\x08")):
 		return TorchZip, ""
+	case plausibleSafetensors(prefix, size):
+		// before the pickle test: a header length of 0x380 starts with
+		// the bytes of a PROTO 3 opcode
+		return Safetensors, ""
 	case len(prefix) >= 2 && prefix[0] == 0x80 && prefix[1] <= 5:
 		return TorchPickle, ""
 	case len(prefix) >= 262 && string(prefix[257:262]) == "ustar":
 		return TorchPickle, ""
-	case plausibleSafetensors(prefix, size):
-		return Safetensors, ""
 	case looksLikeIndex(prefix):
 		return Index, ""
 	}

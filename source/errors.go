@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/sniff"
 	"github.com/gosafetensors/safetensors/remote"
 )
 
@@ -54,7 +56,23 @@ func classify(o *Object, err error) error {
 		}
 		return &IOError{Location: o.Name, Op: "read", Err: err}
 	}
+	var fe *safetensors.FormatError
+	var ce *ContentError
+	if errors.As(err, &fe) && !errors.As(err, &ce) && o.r != nil {
+		if h := sniff.Explain(o, o.Size, err); h != "" {
+			return &ContentError{Location: o.Name, Format: o.Format, Hint: h, Err: err}
+		}
+	}
 	return err
+}
+
+// Hint returns the plain-words hint err carries, or "".
+func Hint(err error) string {
+	var ce *ContentError
+	if errors.As(err, &ce) {
+		return ce.Hint
+	}
+	return ""
 }
 
 // ioErrBox records the first read error an object saw.

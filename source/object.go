@@ -38,6 +38,15 @@ func (o *Object) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// Err returns the first read error the object has seen (io.EOF aside), or
+// nil: a decoder that stopped part-way may have stopped because of it.
+func (o *Object) Err() error {
+	if p := o.ioErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // ReadRuns reads many byte runs; see safetensors.RunReader.
 func (o *Object) ReadRuns(bufs [][]byte, offs []int64) error {
 	if rr, ok := o.r.(interface {
@@ -140,6 +149,9 @@ type ContentError struct {
 
 func (e *ContentError) Error() string {
 	s := e.Location + ": " + e.Msg
+	if e.Msg == "" && e.Err != nil {
+		s = e.Err.Error()
+	}
 	if e.Hint != "" {
 		s += "\n  hint: " + e.Hint
 	}

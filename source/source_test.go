@@ -177,3 +177,14 @@ func TestReadErrorIsIOError(t *testing.T) {
 		o.Close()
 	}
 }
+
+// A header length of 0x380 begins with 0x80 0x03, the bytes of a pickle's
+// PROTO 3 opcode: still safetensors.
+func TestDetectSafetensorsThatStartsLikeAPickle(t *testing.T) {
+	p := make([]byte, 8+0x380)
+	p[0], p[1] = 0x80, 0x03
+	p[8] = '{'
+	if f, _ := Detect(p, int64(len(p))); f != Safetensors {
+		t.Fatalf("format %v", f)
+	}
+}

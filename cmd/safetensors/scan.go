@@ -1,28 +1,21 @@
 package main
 
 import (
-	"bytes"
+	"context"
+	"iter"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
 )
 
 func init() { register(newScanCmd) }
 
-// scanExts are scanned in directories by name; other files are scanned when
-// their first bytes look like a zip archive or a pickle.
-var scanExts = []string{".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".safetensors"}
 
 // Scan verdicts, from best to worst.
 const (
@@ -74,86 +67,111 @@ type scanOpcode struct {
 	Target string `json:"target,omitempty"`
 }
 
+type scanFlags struct{ json, jsonl bool }
+
 func newScanCmd() *cobra.Command {
-	var asJSON bool
+	var fl scanFlags
 	cmd := &cobra.Command{
-		Use:   "scan PATH...",
+		Use:   "scan LOCATION...",
 		Short: "Audit PyTorch checkpoints and pickles for code that would run on load",
 		Long: `Audit files without loading them: every pickle in a PyTorch checkpoint (zip or
 legacy), or a bare pickle, is decoded by an inert interpreter and every global
 it references is checked against the converter's allowlist. Opcodes that would
 call code and container problems (duplicate or mismatched zip entries,
-encryption flags, hidden pickles, truncation) are reported too. A
-.safetensors file cannot carry code; it is validated instead.
+encryption flags, hidden pickles, tar and zip polyglots, unexplained trailing
+bytes) are reported too. A safetensors file cannot carry code: it is
+validated, and its bytes are still read the ways torch.load would try (a tar
+archive, a pickle) in case they hide one.
 
-Directories are searched recursively for ` + strings.Join(scanExts, " ") + `
-files and anything that looks like a zip archive or a pickle.
+Files are recognised by content, never by name. LOCATION is a file, a
+directory (searched recursively for ` + strings.Join(modelExts, " ") + `
+files and anything whose content is a checkpoint, a pickle or safetensors), a
+URL (http(s)://, hf://, s3://, gs://, azblob://) or a bucket prefix ending in
+'/' (every object listed and checked, four at a time). A remote checkpoint is
+audited by reading its zip directory and pickles, not its storages.
 
 Verdicts: clean, invalid (corrupt or not a checkpoint), unsupported (valid
 torch constructs with no safetensors form), dangerous (a global not on the
 allowlist, or an opcode that would run code), error (unreadable).
 --json prints an array of {path, format, verdict, globals[{module, name,
 entry, offset, verdict, reason}], dangerous_opcodes[{opcode, entry, offset,
-target}], problems[], error}.
+target}], problems[], error}; for a bucket prefix, or with --jsonl, one such
+object per line as each file is done.
 
 Exit status: 0 every file clean, 1 something dangerous, not allowed or
 invalid found, 2 a file could not be read (and nothing worse was found).`,
+		Example: `  safetensors scan pytorch_model.bin
+  safetensors scan --json ~/checkpoints/
+  safetensors scan --json s3://registry/uploads/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runScan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, asJSON)
+			return runScan(cmd, cmd.OutOrStdout(), cmd.ErrOrStderr(), args, fl)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as a JSON array")
+	cmd.Flags().BoolVar(&fl.json, "json", false, "print the results as a JSON array (JSON lines for a bucket prefix)")
+	cmd.Flags().BoolVar(&fl.jsonl, "jsonl", false, "print one JSON object per line as each file is done")
 	return cmd
 }
 
-func runScan(stdout, stderr io.Writer, paths []string, asJSON bool) error {
+func runScan(cmd *cobra.Command, stdout, stderr io.Writer, locs []string, fl scanFlags) error {
+	ctx := cmdContext(cmd)
 	var results []scanResult
-	for _, p := range paths {
-		files, err := scanTargets(p)
+	for _, loc := range locs {
+		targets, err := expandTargets(ctx, loc, nil)
 		if err != nil {
-			results = append(results, scanResult{Path: p, Format: "unknown", Verdict: verdictError, Error: err.Error()})
+			results = append(results, scanResult{Path: loc, Format: "unknown", Verdict: verdictError, Error: err.Error(),
+				Globals: []scanGlobal{}, DangerousOpcodes: []scanOpcode{}, Problems: []string{}})
 			continue
 		}
-		if len(files) == 0 {
-			fmt.Fprintf(stderr, "note: %s: no checkpoint, pickle or safetensors file found\n", p)
+		if len(targets) == 0 {
+			fmt.Fprintf(stderr, "note: %s: no checkpoint, pickle or safetensors file found\n", loc)
 		}
-		for _, f := range files {
-			r := scanOne(f)
-			results = append(results, r)
-			if !asJSON {
+		lines := fl.jsonl || (fl.json && source.KindOf(loc) == source.Bucket)
+		for r := range scanAll(ctx, targets) {
+			if lines {
+				b, _ := json.Marshal(r)
+				stdout.Write(append(b, '\n'))
+				flush(stdout)
+			} else if !fl.json {
 				printScan(stdout, r)
 				flush(stdout)
 			}
+			if !lines {
+				results = append(results, r)
+			} else {
+				results = append(results, scanResult{Path: r.Path, Verdict: r.Verdict, Error: r.Error})
+			}
 		}
 	}
-	if asJSON {
-		if results == nil {
-			results = []scanResult{}
+	if fl.json && !fl.jsonl {
+		var arr []scanResult
+		for _, r := range results {
+			if r.Globals != nil {
+				arr = append(arr, r)
+			}
 		}
-		b, err := json.MarshalIndent(results, "", "  ")
+		if arr == nil {
+			arr = []scanResult{}
+		}
+		b, err := json.MarshalIndent(arr, "", "  ")
 		if err != nil {
 			return err
 		}
 		stdout.Write(append(b, '\n'))
 	}
-	code := exitOK
+	counts := map[string]int{}
 	for _, r := range results {
-		switch r.Verdict {
-		case verdictInvalid, verdictUnsupported, verdictDangerous:
-			code = exitProblems
-		case verdictError:
-			if code == exitOK {
-				code = exitNoCheck
-			}
-		}
+		counts[r.Verdict]++
 	}
-	if !asJSON {
+	code := exitCodeFor(counts[verdictInvalid]+counts[verdictUnsupported]+counts[verdictDangerous] > 0, counts[verdictError] > 0)
+	if !fl.json && !fl.jsonl {
 		for _, r := range results {
 			if r.Verdict == verdictError {
-				fmt.Fprintf(stderr, "safetensors: %s: %s\n", r.Path, r.Error)
+				fmt.Fprintf(stderr, "safetensors: %s\n", r.Error)
 			}
 		}
+		fmt.Fprintf(stdout, "scanned %s: %d clean, %d dangerous, %d unsupported, %d invalid, %d errors\n",
+			plural(int64(len(results)), "file"), counts[verdictClean], counts[verdictDangerous], counts[verdictUnsupported], counts[verdictInvalid], counts[verdictError])
 	}
 	if code != exitOK {
 		return &exitError{Code: code}
@@ -161,117 +179,117 @@ func runScan(stdout, stderr io.Writer, paths []string, asJSON bool) error {
 	return nil
 }
 
-// scanTargets expands p: a file is scanned whatever its name; a directory
-// is walked (symbolic links are not followed) for files worth scanning.
-func scanTargets(p string) ([]string, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, err
+// exitCodeFor is the one exit rule of every checking command: 1 if
+// anything was found invalid or dangerous, else 2 if anything could not be
+// checked, else 0.
+func exitCodeFor(problems, unreadable bool) int {
+	switch {
+	case problems:
+		return exitProblems
+	case unreadable:
+		return exitNoCheck
 	}
-	if !st.IsDir() {
-		return []string{p}, nil
-	}
-	var files []string
-	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		if slices.Contains(scanExts, strings.ToLower(filepath.Ext(path))) || looksScannable(path) {
-			files = append(files, path)
-		}
-		return nil
-	})
-	return files, err
+	return exitOK
 }
 
-// looksScannable reports whether a file starts like a zip archive or a
-// pickle (protocol 2+ has a PROTO opcode; protocol 0/1 files are only found
-// by extension).
-func looksScannable(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return true // report the error
+// scanAll scans targets concurrently (bounded) and yields the results in
+// order, each as soon as it and those before it are done.
+func scanAll(ctx context.Context, targets []string) iter.Seq[scanResult] {
+	return func(yield func(scanResult) bool) {
+		const workers = 4
+		res := make([]chan scanResult, len(targets))
+		for i := range res {
+			res[i] = make(chan scanResult, 1)
+		}
+		sem := make(chan struct{}, workers)
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for i, t := range targets {
+				select {
+				case sem <- struct{}{}:
+				case <-stop:
+					return
+				}
+				go func() {
+					defer func() { <-sem }()
+					res[i] <- scanOne(ctx, t)
+				}()
+			}
+		}()
+		for _, ch := range res {
+			if !yield(<-ch) {
+				return
+			}
+		}
 	}
-	defer f.Close()
-	var b [4]byte
-	n, _ := io.ReadFull(f, b[:])
-	head := b[:n]
-	return bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06")) ||
-		(len(head) >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5)
 }
 
-func scanOne(path string) scanResult {
-	r := scanResult{Path: path, Globals: []scanGlobal{}, DangerousOpcodes: []scanOpcode{}, Problems: []string{}}
-	if strings.EqualFold(filepath.Ext(path), ".safetensors") {
+// scanOne audits one file or object by its content, whatever its name: a
+// safetensors file is validated, and every file (safetensors included,
+// which torch.load would read as a tar or a pickle if it could) goes
+// through the checkpoint scanner, which decodes every pickle torch could
+// reach and names every global.
+func scanOne(ctx context.Context, loc string) scanResult {
+	r := scanResult{Path: loc, Format: "unknown", Globals: []scanGlobal{}, DangerousOpcodes: []scanOpcode{}, Problems: []string{}}
+	o, err := source.Open(ctx, loc)
+	if err != nil {
+		r.Verdict, r.Error = verdictError, err.Error()
+		return r
+	}
+	defer o.Close()
+	if o.Format == source.Directory {
+		r.Verdict, r.Error = verdictError, loc+": is a directory"
+		return r
+	}
+	rep, err := torch.Scan(o, o.Size, loc)
+	if err != nil {
+		r.Verdict, r.Error = verdictError, err.Error()
+		return r
+	}
+	switch o.Format {
+	case source.Safetensors, source.Compressed:
 		r.Format = "safetensors"
-		f, err := safetensors.Open(path)
-		if err == nil {
-			f.Close()
-			r.Verdict = verdictClean
-			return r
+		if o.Format == source.Compressed {
+			r.Format = "safetensors (compressed)"
 		}
-		var fe *safetensors.FormatError
-		if !errors.As(err, &fe) {
+		m, err := o.Model(ctx)
+		if err == nil {
+			m.Source.Close()
+		} else if source.IsIOError(err) {
 			r.Verdict, r.Error = verdictError, err.Error()
 			return r
+		} else {
+			r.Problems = append(r.Problems, err.Error())
 		}
-		r.Verdict = verdictInvalid
-		r.Problems = append(r.Problems, err.Error())
-		if h := hintFor(path, err); h != "" {
-			r.Problems = append(r.Problems, "hint: "+h)
-		}
-		return r
+		// The checkpoint scanner finds nothing to decode in a valid
+		// safetensors file; anything it names (a tar or pickle reading of
+		// the same bytes) is reported, its complaints about the file not
+		// being a checkpoint are not.
+		rep.Problems = nil
+	default:
+		r.Format = rep.Format
 	}
-	rep, err := torch.ScanFile(path)
-	if err != nil {
-		r.Format, r.Verdict, r.Error = "unknown", verdictError, err.Error()
-		return r
-	}
-	r.Format = rep.Format
 	r.Problems = append(r.Problems, rep.Problems...)
-	if rep.Truncated {
-		r.Problems = append(r.Problems, "too many findings: the lists are truncated")
+	if o.Hint != "" {
+		r.Problems = append(r.Problems, "hint: "+o.Hint)
 	}
-	dangerous, unsupported := false, false
-	inert := map[string]bool{} // torch names refused only for having no safetensors form
-	for _, g := range rep.Globals {
-		if g.Verdict == "unsupported" {
-			inert[g.Module+"."+g.Name] = true
-		}
+	if rep.Truncated {
+		r.Problems = append(r.Problems, "too many findings: the lists are truncated (every name not allowed is still listed)")
 	}
 	for _, g := range rep.Globals {
 		r.Globals = append(r.Globals, scanGlobal{Module: g.Module, Name: g.Name, Entry: g.Entry, Offset: g.Offset, Verdict: g.Verdict, Reason: g.Reason})
-		switch {
-		case g.Allowed:
-		case g.Verdict == "unsupported":
-			unsupported = true
-		default:
-			dangerous = true
-		}
 	}
-	for _, o := range rep.DangerousOpcodes {
-		// Calling an inert torch rebuild function (quantized, sparse) is
-		// what torch.load does with it; that makes the file unsupported,
-		// not dangerous.
-		if inert[o.Target] {
-			unsupported = true
-		} else {
-			dangerous = true
-		}
-		r.DangerousOpcodes = append(r.DangerousOpcodes, scanOpcode{Opcode: o.Opcode, Entry: o.Entry, Offset: o.Offset, Target: o.Target})
+	for _, op := range rep.DangerousOpcodes {
+		r.DangerousOpcodes = append(r.DangerousOpcodes, scanOpcode{Opcode: op.Opcode, Entry: op.Entry, Offset: op.Offset, Target: op.Target})
 	}
-	switch {
-	case dangerous:
-		r.Verdict = verdictDangerous
-	case unsupported:
-		r.Verdict = verdictUnsupported
-	case len(r.Problems) > 0:
+	r.Verdict = rep.Verdict()
+	if r.Verdict == verdictClean && len(r.Problems) > 0 {
 		r.Verdict = verdictInvalid
-	default:
-		r.Verdict = verdictClean
+	}
+	if ioErr := o.Err(); ioErr != nil && r.Verdict != verdictDangerous {
+		// a read failed part-way: what was not read was not checked
+		r.Verdict, r.Error = verdictError, fmt.Sprintf("%s: reading failed part-way, not every byte was checked: %v", loc, ioErr)
 	}
 	return r
 }

@@ -117,7 +117,7 @@ func TestScanDirectory(t *testing.T) {
 		}
 	}
 	code, out, _ := runCLI(t, "scan", dir)
-	if code != 1 || !strings.Contains(out, "not allowed posix.system") || !strings.Contains(out, "bad.safetensors: invalid (safetensors)") {
+	if code != 1 || !strings.Contains(out, "not allowed posix.system") || !strings.Contains(out, "bad.safetensors: invalid (unknown)") {
 		t.Errorf("text output (exit %d):\n%s", code, out)
 	}
 	// A directory with nothing to scan is clean, with a note.

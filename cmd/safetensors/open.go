@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/atomicfile"
+	"github.com/gosafetensors/safetensors/source"
+	"github.com/spf13/cobra"
+)
+
+// openLocation opens a location (a path, a directory, an index, an http(s)
+// URL, hf://, s3://, gs://, azblob://) as tensors through the one opener.
+// Errors carry the exit status: 2 when the bytes could not be read, 1 when
+// they were read and are not a model.
+func openLocation(cmd *cobra.Command, loc string, opts ...source.Option) (*source.Model, error) {
+	m, err := source.OpenModel(cmdContext(cmd), loc, opts...)
+	if err != nil {
+		return nil, locationProblem(loc, err)
+	}
+	return m, nil
+}
+
+// openSource is openLocation for commands that need only the tensors.
+func openSource(cmd *cobra.Command, loc string) (safetensors.Source, error) {
+	m, err := openLocation(cmd, loc)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// cmdContext is the command's context (cancelled on SIGINT/SIGTERM).
+func cmdContext(cmd *cobra.Command) context.Context {
+	if cmd != nil && cmd.Context() != nil {
+		return cmd.Context()
+	}
+	return context.Background()
+}
+
+// locationProblem turns an error from opening or reading a location into
+// an *exitError: exit 2 for I/O failures, 1 for content that is wrong, with
+// a plain-words hint when one helps.
+func locationProblem(loc string, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	if source.IsIOError(err) {
+		return &exitError{Code: exitNoCheck, Err: err}
+	}
+	return &exitError{Code: exitProblems, Err: err}
+}
+
+// handleSignals makes SIGINT and SIGTERM cancel ctx and, if the command
+// does not finish promptly, remove every temporary output file and exit
+// with 130 or 143 like a shell would report.
+func handleSignals(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			cancel()
+			atomicfile.RemoveTemporary()
+			code := 130
+			if s == syscall.SIGTERM {
+				code = 143
+			}
+			os.Exit(code)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+}

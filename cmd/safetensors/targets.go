@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gosafetensors/safetensors/remote/blobstore"
+	"github.com/gosafetensors/safetensors/source"
+)
+
+// modelExts are the names worth checking in a directory or bucket prefix;
+// other files are checked when their first bytes look like a checkpoint, a
+// pickle, a tar archive or a safetensors file.
+var modelExts = []string{".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".safetensors", ".zst", ".lz4"}
+
+// expandTargets turns one command-line location into the locations to check:
+// a file or object as it is (whatever its name), a local directory walked
+// recursively (symbolic links not followed), a bucket prefix (ending in
+// '/') listed. keep, if not nil, filters walked names further.
+func expandTargets(ctx context.Context, loc string, keep func(name string) bool) ([]string, error) {
+	if source.KindOf(loc) == source.Bucket && strings.HasSuffix(loc, "/") {
+		objs, err := blobstore.List(ctx, loc)
+		if err != nil {
+			return nil, &source.IOError{Location: loc, Op: "list", Err: err}
+		}
+		var out []string
+		for _, o := range objs {
+			if keep == nil || keep(o.Key) {
+				out = append(out, o.URL)
+			}
+		}
+		return out, nil
+	}
+	if source.KindOf(loc) != source.LocalPath {
+		return []string{loc}, nil
+	}
+	st, err := os.Stat(loc)
+	if err != nil || !st.IsDir() {
+		return []string{loc}, nil // opening it reports the error
+	}
+	var files []string
+	err = filepath.WalkDir(loc, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return &source.IOError{Location: path, Op: "list", Err: err}
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if keep != nil && !keep(path) {
+			return nil
+		}
+		if slices.Contains(modelExts, strings.ToLower(filepath.Ext(path))) || looksLikeModel(path) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	return files, err
+}
+
+// looksLikeModel reports whether a local file's content is one the
+// opener recognises (a checkpoint, a pickle with a PROTO opcode, a tar, a
+// safetensors file, a compressed container). Protocol 0 and 1 pickles have
+// no magic: they are found by name.
+func looksLikeModel(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true // report the error
+	}
+	defer f.Close()
+	b := make([]byte, source.PrefixSize)
+	n, _ := io.ReadFull(f, b)
+	st, err := f.Stat()
+	if err != nil {
+		return true
+	}
+	format, _ := source.Detect(b[:n], st.Size())
+	return format != source.Unknown && format != source.Index
+}
