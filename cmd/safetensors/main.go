@@ -15,6 +15,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -72,7 +73,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(stderr)
 	root.SetIn(os.Stdin)
-	cmd, err := root.ExecuteC()
+	ctx, stop := handleSignals(context.Background())
+	defer stop()
+	cmd, err := root.ExecuteContextC(ctx)
 	if ferr := out.Flush(); ferr != nil && err == nil {
 		err = &exitError{Code: exitNoCheck, Err: fmt.Errorf("writing output: %w", ferr)}
 	}

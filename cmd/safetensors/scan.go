@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"iter"
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,7 +15,6 @@ import (
 )
 
 func init() { register(newScanCmd) }
-
 
 // Scan verdicts, from best to worst.
 const (
