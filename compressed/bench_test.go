@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,17 +98,34 @@ func timeIt(f func()) time.Duration {
 	return time.Since(t)
 }
 
+// cpuTime is the CPU time (user+system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure returns the wall time and the CPU time f takes; for a command,
+// f returns its own CPU time (child processes are not in RUSAGE_SELF).
+func measure(f func() time.Duration) (wall, cpu time.Duration) {
+	c0, t0 := cpuTime(), time.Now()
+	child := f()
+	return time.Since(t0), cpuTime() - c0 + child
+}
+
 func median(d []time.Duration) time.Duration {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return d[len(d)/2]
 }
 
-func runCLI(b *testing.B, name string, args ...string) {
+// runCLI runs a command and returns the CPU time it used.
+func runCLI(b *testing.B, name string, args ...string) time.Duration {
 	cmd := exec.Command(name, args...)
 	cmd.Stderr = io.Discard
 	if out, err := cmd.Output(); err != nil {
 		b.Fatalf("%s %v: %v %s", name, args, err, out)
 	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // BenchmarkSize reports, for BF16 and F32 weights: grouped ratio, zstd -3
@@ -142,10 +160,12 @@ func BenchmarkSize(b *testing.B) {
 }
 
 // BenchmarkSpeed compares, interleaved (ours, CLI, ours, CLI, ...), the
-// wall time of compressing and decompressing the whole file: grouped and
-// zstd against `zstd -3 -T0` and `zstd -d`, lz4 against `lz4 -1` and
-// `lz4 -d`. Metrics: MB/s of the original bytes, and ×CLI (our time over
-// the CLI's; below 1 is faster).
+// time to compress and decompress the whole file, file to file, without
+// fsync on either side: grouped and zstd against `zstd -3 -T0` and
+// `zstd -d`, lz4 against `lz4 -1` and `lz4 -d`. The machine is shared, so
+// besides wall-clock medians it reports CPU time: MB per CPU-second is the
+// one-core speed, and x-ratios compare our median to the CLI's (below 1
+// is faster).
 func BenchmarkSpeed(b *testing.B) {
 	for _, dt := range []safetensors.DType{safetensors.BF16, safetensors.F32} {
 		b.Run(dt.String(), func(b *testing.B) {
@@ -158,42 +178,164 @@ func BenchmarkSpeed(b *testing.B) {
 			for range b.N {
 				for _, codec := range allCodecs {
 					comp := f.path + "." + string(codec)
-					var ours, cli, dOurs, dCLI, dOne []time.Duration
+					var cw, cc, dw, dc, clicw, clicc, clidw, clidc []time.Duration
+					add := func(w, c *[]time.Duration, wall, cpu time.Duration) {
+						*w = append(*w, wall)
+						*c = append(*c, cpu)
+					}
+					addM := func(w, c *[]time.Duration, f func() time.Duration) {
+						wall, cpu := measure(f)
+						add(w, c, wall, cpu)
+					}
 					for range rounds {
-						ours = append(ours, timeIt(func() {
-							if _, err := CompressFile(f.path, comp, WithCodec(codec), WithOverwrite(true)); err != nil {
+						wall, cpu := measure(func() time.Duration {
+							if err := fileToFile(f.path, comp, func(dst *os.File, src *os.File, size int64) error {
+								_, err := Compress(dst, src, size, WithCodec(codec))
+								return err
+							}); err != nil {
 								b.Fatal(err)
 							}
-						}))
-						dOurs = append(dOurs, timeIt(func() {
-							if _, err := DecompressFile(comp, out, WithOverwrite(true)); err != nil {
+							return 0
+						})
+						add(&cw, &cc, wall, cpu)
+						wall, cpu = measure(func() time.Duration {
+							if err := fileToFile(comp, out, func(dst *os.File, src *os.File, size int64) error {
+								_, err := Decompress(dst, src, size)
+								return err
+							}); err != nil {
 								b.Fatal(err)
 							}
-						}))
-						dOne = append(dOne, timeIt(func() {
-							if _, err := DecompressFile(comp, out, WithOverwrite(true), WithConcurrency(1)); err != nil {
-								b.Fatal(err)
-							}
-						}))
+							return 0
+						})
+						add(&dw, &dc, wall, cpu)
 						switch {
 						case codec != LZ4 && haveZstd:
-							cli = append(cli, timeIt(func() { runCLI(b, "zstd", "-3", "-q", "-f", "-T0", f.path, "-o", f.path+".cli") }))
-							dCLI = append(dCLI, timeIt(func() { runCLI(b, "zstd", "-d", "-q", "-f", f.path+".cli", "-o", out) }))
+							addM(&clicw, &clicc, func() time.Duration { return runCLI(b, "zstd", "-3", "-q", "-f", "-T0", f.path, "-o", f.path+".cli") })
+							addM(&clidw, &clidc, func() time.Duration { return runCLI(b, "zstd", "-d", "-q", "-f", f.path+".cli", "-o", out) })
 						case codec == LZ4 && haveLZ4:
-							cli = append(cli, timeIt(func() { runCLI(b, "lz4", "-1", "-q", "-f", f.path, f.path+".cli") }))
-							dCLI = append(dCLI, timeIt(func() { runCLI(b, "lz4", "-d", "-q", "-f", f.path+".cli", out) }))
+							addM(&clicw, &clicc, func() time.Duration { return runCLI(b, "lz4", "-1", "-q", "-f", f.path, f.path+".cli") })
+							addM(&clidw, &clidc, func() time.Duration { return runCLI(b, "lz4", "-d", "-q", "-f", f.path+".cli", out) })
 						}
 					}
-					b.ReportMetric(mb/median(ours).Seconds(), string(codec)+"_compress_MB/s")
-					b.ReportMetric(mb/median(dOurs).Seconds(), string(codec)+"_decompress_MB/s")
-					b.ReportMetric(mb/median(dOne).Seconds(), string(codec)+"_decompress_1core_MB/s")
-					if len(cli) > 0 {
-						b.ReportMetric(median(ours).Seconds()/median(cli).Seconds(), string(codec)+"_compress_xCLI")
-						b.ReportMetric(median(dOurs).Seconds()/median(dCLI).Seconds(), string(codec)+"_decompress_xCLI")
+					name := string(codec)
+					b.ReportMetric(mb/median(cw).Seconds(), name+"_compress_MB/s")
+					b.ReportMetric(mb/median(cc).Seconds(), name+"_compress_MB/cpu-s")
+					b.ReportMetric(mb/median(dw).Seconds(), name+"_decompress_MB/s")
+					b.ReportMetric(mb/median(dc).Seconds(), name+"_decompress_MB/cpu-s")
+					if len(clicw) > 0 {
+						b.ReportMetric(median(cw).Seconds()/median(clicw).Seconds(), name+"_compress_wall_xCLI")
+						b.ReportMetric(median(cc).Seconds()/median(clicc).Seconds(), name+"_compress_cpu_xCLI")
+						b.ReportMetric(median(dw).Seconds()/median(clidw).Seconds(), name+"_decompress_wall_xCLI")
+						b.ReportMetric(median(dc).Seconds()/median(clidc).Seconds(), name+"_decompress_cpu_xCLI")
 					}
 					os.Remove(comp)
 				}
 			}
 		})
+	}
+}
+
+// fileToFile runs f from the file in to a new file out (no fsync, like the
+// CLIs it is compared with).
+func fileToFile(in, out string, f func(dst, src *os.File, size int64) error) error {
+	src, err := os.Open(in)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	st, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	dst, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := f(dst, src, st.Size()); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
+// BenchmarkRandomAccess reads one 1 MiB tensor (small.weight, BF16), a 1/8
+// row slice and a 1/8 column slice of an 8 MiB tensor, from the compressed
+// file and from the uncompressed one (both through safetensors.NewReader
+// over a page-cached *os.File), interleaved; x-ratios are compressed time
+// over uncompressed time (medians), frames the chunks decompressed per read.
+func BenchmarkRandomAccess(b *testing.B) {
+	f := writeBenchFile(b, safetensors.BF16)
+	plain, err := os.Open(f.path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	pr, err := safetensors.NewReader(plain, int64(len(f.data)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reads := []struct {
+		name string
+		read func(r *safetensors.Reader) error
+	}{
+		{"tensor_1MiB", func(r *safetensors.Reader) error {
+			t, err := r.Tensor("small.weight")
+			if err == nil {
+				_, err = t.Copy()
+			}
+			return err
+		}},
+		{"rows_1of8", func(r *safetensors.Reader) error {
+			t, err := r.Tensor("layers.1.weight")
+			if err == nil {
+				_, err = t.Slice(safetensors.Range(512, 1024))
+			}
+			return err
+		}},
+		{"cols_1of8", func(r *safetensors.Reader) error {
+			t, err := r.Tensor("layers.1.weight")
+			if err == nil {
+				_, err = t.Slice(safetensors.All(), safetensors.Range(0, 128))
+			}
+			return err
+		}},
+	}
+	for _, codec := range allCodecs {
+		comp := f.path + "." + string(codec)
+		if _, err := CompressFile(f.path, comp, WithCodec(codec), WithOverwrite(true)); err != nil {
+			b.Fatal(err)
+		}
+		ra, err := Open(comp, WithCacheFrames(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cr, err := safetensors.NewReader(ra, ra.Size())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, rd := range reads {
+			b.Run(string(codec)+"/"+rd.name, func(b *testing.B) {
+				var tc, tp []time.Duration
+				before := ra.Stats().FramesDecoded
+				for range max(b.N, 15) {
+					tc = append(tc, timeIt(func() {
+						if err := rd.read(cr); err != nil {
+							b.Fatal(err)
+						}
+					}))
+					tp = append(tp, timeIt(func() {
+						if err := rd.read(pr); err != nil {
+							b.Fatal(err)
+						}
+					}))
+				}
+				b.ReportMetric(float64(ra.Stats().FramesDecoded-before)/float64(len(tc)), "frames/read")
+				b.ReportMetric(median(tc).Seconds()/median(tp).Seconds(), "x_uncompressed")
+				b.ReportMetric(float64(median(tc).Microseconds()), "us_compressed")
+				b.ReportMetric(float64(median(tp).Microseconds()), "us_uncompressed")
+			})
+		}
+		ra.Close()
+		os.Remove(comp)
 	}
 }

@@ -56,13 +56,16 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 		done = int64(len(ra.prefix))
 	}
 	err = ordered(len(ra.frames), c.concurrency, func(i int) ([]byte, error) {
-		buf := make([]byte, ra.frames[i].ulen) // capped by the max frame size
-		if err := ra.decodeFrame(i, buf); err != nil {
+		bp := getBuf(ra.frames[i].ulen) // capped by the max frame size
+		if err := ra.decodeFrame(i, *bp); err != nil {
+			putBuf(bp)
 			return nil, err
 		}
-		return buf, nil
+		return *bp, nil
 	}, func(i int, b []byte) error {
-		if _, err := dst.Write(b); err != nil {
+		_, err := dst.Write(b)
+		putBuf(&b)
+		if err != nil {
 			return err
 		}
 		done += int64(len(b))

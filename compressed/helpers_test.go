@@ -45,7 +45,7 @@ func f32Bytes(w []float32) []byte {
 
 // genModel builds a safetensors file of weights of dtype dt totalling about
 // size bytes: matrices of [rows, 1024] elements plus a few small tensors
-// (a bias, an I64 position table, an empty tensor).
+// (small.weight [512, 1024] from 16 MiB up, else [16, 1024]; a bias, an I64 position table, an empty tensor).
 func genModel(t testing.TB, dt safetensors.DType, size int64, seed uint64) []byte {
 	t.Helper()
 	const cols = 1024
@@ -68,7 +68,17 @@ func genModel(t testing.TB, dt safetensors.DType, size int64, seed uint64) []byt
 	for i := range 100 {
 		binary.LittleEndian.PutUint64(pos[8*i:], uint64(i))
 	}
+	smallRows := int64(16)
+	if size >= 16<<20 {
+		smallRows = 512
+	}
+	small := genWeights(seed+1000, int(smallRows*cols))
+	smallData := f32Bytes(small)
+	if dt == safetensors.BF16 {
+		smallData = bf16Bytes(small)
+	}
 	tensors = append(tensors,
+		safetensors.TensorData{Name: "small.weight", DType: dt, Shape: []int64{smallRows, cols}, Data: smallData},
 		safetensors.TensorData{Name: "bias", DType: dt, Shape: []int64{3}, Data: make([]byte, 3*el)},
 		safetensors.TensorData{Name: "position_ids", DType: safetensors.I64, Shape: []int64{100}, Data: pos},
 		safetensors.TensorData{Name: "empty", DType: safetensors.F32, Shape: []int64{0, 4}, Data: nil},

@@ -48,7 +48,19 @@ func joinPlanes(dst []byte, planes [][]byte, w int, rot bool) {
 	case w == 2 && rot:
 		p0, p1 := planes[0][:n], planes[1][:n]
 		d := dst[:2*n]
-		for i := range n {
+		i := 0
+		// Eight elements at a time: spread the bytes of each plane into
+		// alternate bytes, merge, rotate each 16-bit lane right by one.
+		for ; i+8 <= n; i += 8 {
+			a := binary.LittleEndian.Uint64(p0[i : i+8])
+			b := binary.LittleEndian.Uint64(p1[i : i+8])
+			o := d[2*i : 2*i+16]
+			lo := spread(uint32(a)) | spread(uint32(b))<<8
+			hi := spread(uint32(a>>32)) | spread(uint32(b>>32))<<8
+			binary.LittleEndian.PutUint64(o[:8], lo>>1&0x7FFF7FFF7FFF7FFF|lo<<15&0x8000800080008000)
+			binary.LittleEndian.PutUint64(o[8:], hi>>1&0x7FFF7FFF7FFF7FFF|hi<<15&0x8000800080008000)
+		}
+		for ; i < n; i++ {
 			v := uint16(p0[i]) | uint16(p1[i])<<8
 			binary.LittleEndian.PutUint16(d[2*i:], bits.RotateLeft16(v, -1))
 		}
@@ -75,4 +87,11 @@ func joinPlanes(dst []byte, planes [][]byte, w int, rot bool) {
 			}
 		}
 	}
+}
+
+// spread moves byte k of x to byte 2k of the result, zeros between.
+func spread(x uint32) uint64 {
+	v := uint64(x)
+	v = (v | v<<16) & 0x0000FFFF0000FFFF
+	return (v | v<<8) & 0x00FF00FF00FF00FF
 }

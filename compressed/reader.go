@@ -362,7 +362,9 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 // decodeFrame reads frame i's compressed bytes and decodes them into dst.
 func (r *ReaderAt) decodeFrame(i int, dst []byte) error {
 	f := &r.frames[i]
-	comp := make([]byte, f.clen) // within the file: its size was checked
+	bp := getBuf(f.clen) // within the file: its size was checked
+	defer putBuf(bp)
+	comp := *bp
 	if err := readFull(r.src, comp, f.coff); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return &Error{Frame: i, Offset: f.coff, Msg: "compressed file is shorter than its seek table says", Err: ErrCorrupt, Cause: err}
@@ -420,4 +422,23 @@ func (r *ReaderAt) store(i int, data []byte) {
 		r.cache = r.cache[:len(r.cache)-1]
 	}
 	r.cache = append(r.cache, cached{i, data})
+}
+
+// bufPool recycles frame-sized buffers (compressed input, decompressed
+// output on the way to a writer).
+var bufPool sync.Pool
+
+func getBuf(n int64) *[]byte {
+	if bp, ok := bufPool.Get().(*[]byte); ok && int64(cap(*bp)) >= n {
+		*bp = (*bp)[:n]
+		return bp
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putBuf(bp *[]byte) {
+	if cap(*bp) <= 2*MaxFrameSize {
+		bufPool.Put(bp)
+	}
 }
