@@ -172,7 +172,8 @@ func (h *Hub) Repo(ref Ref) (*Repo, error) {
 // Repo is one repository at one revision. The first file opened resolves the
 // revision to the commit the Hub reports (X-Repo-Commit); every later file
 // is read at that commit, so a branch that moves meanwhile cannot mix files
-// of two commits.
+// of two commits. The Hub's endpoint must report the commit; a resolve URL
+// on another host that does not is read at the revision's name.
 type Repo struct {
 	hub  *Hub
 	ref  Ref
@@ -244,10 +245,12 @@ func (r *Repo) Open(ctx context.Context, file string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.commit == "" {
+	if r.commit == "" && r.base.Host == r.hub.endpoint.Host {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w: the server did not say which commit %q is (no X-Repo-Commit); cannot pin the revision", r.ref.String(), ErrProtocol, r.ref.Revision)
+		return nil, fmt.Errorf("%s: %w: the Hub did not say which commit %q is (no X-Repo-Commit); cannot pin the revision", r.ref.String(), ErrProtocol, r.ref.Revision)
 	}
+	// A resolve URL on another host (a mirror) that names no commit: files
+	// are read at the revision's name, each pinned by its own ETag only.
 	return f, nil
 }
 

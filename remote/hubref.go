@@ -34,9 +34,16 @@ func (r Ref) String() string {
 	return b.String()
 }
 
-// IsHubURL reports whether s is an hf:// URL. [Hub.Handles] also
-// recognizes resolve URLs on the Hub's endpoint.
-func IsHubURL(s string) bool { return strings.HasPrefix(s, "hf://") }
+// IsHubURL reports whether s is an hf:// URL or has the shape of a Hub
+// resolve URL (http(s)://HOST[/PREFIX]/[datasets/]ORG/REPO/resolve/REV/FILE),
+// on any host: mirrors count. [Hub.Handles] accepts only the Hub's endpoint.
+func IsHubURL(s string) bool {
+	if strings.HasPrefix(s, "hf://") {
+		return true
+	}
+	_, err := parseResolveURL(s)
+	return err == nil
+}
 
 // ParseHubURL parses hf://[datasets/|spaces/]ORG/REPO[@REV][/PATH] and
 // http(s)://HOST[/PREFIX]/[datasets/|spaces/]ORG/REPO/resolve/REV/FILE.

@@ -116,6 +116,19 @@ func FuzzParseContentRange(f *testing.F) {
 	})
 }
 
+func TestIsHubURL(t *testing.T) {
+	for loc, want := range map[string]bool{
+		"hf://org/repo": true,
+		"https://hf-mirror.com/org/repo/resolve/main/model.safetensors": true,
+		"https://example.com/model.safetensors":                         false,
+		"s3://b/org/repo/resolve/main/x":                                false,
+	} {
+		if IsHubURL(loc) != want {
+			t.Errorf("%s: %v", loc, !want)
+		}
+	}
+}
+
 func TestHandles(t *testing.T) {
 	hub, err := NewHub(WithEndpoint("https://huggingface.co"), WithToken(""), WithOffline(false))
 	if err != nil {

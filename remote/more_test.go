@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -156,5 +157,34 @@ func TestOpenLocation(t *testing.T) {
 		if err != nil || l.Path != want.path || l.Index != want.index || l.Repo.Commit() != commitA {
 			t.Errorf("%s: %+v %v", loc, l, err)
 		}
+	}
+}
+
+// TestMirrorWithoutCommit: a resolve URL on a host other than the Hub's
+// endpoint that reports no X-Repo-Commit opens at the revision's name; the
+// endpoint itself must report it.
+func TestMirrorWithoutCommit(t *testing.T) {
+	data := randomBytes(500, 70)
+	srv := newRangeServer(t, data)
+	hub, err := NewHub(WithEndpoint("https://huggingface.co"), WithToken("tok"), WithOffline(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := hub.OpenLocation(context.Background(), srv.URL+"/org/model/resolve/main/model.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Repo.Commit() != "" || l.File.Size() != 500 {
+		t.Errorf("commit %q size %d", l.Repo.Commit(), l.File.Size())
+	}
+	if srv.lastReq.Load().Header.Get("Authorization") != "" {
+		t.Error("token sent to a mirror")
+	}
+	own, err := NewHub(WithEndpoint(srv.URL), WithOffline(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := own.OpenLocation(context.Background(), "hf://org/model/model.safetensors"); !errors.Is(err, ErrProtocol) {
+		t.Errorf("endpoint without X-Repo-Commit: %v", err)
 	}
 }
