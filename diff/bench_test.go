@@ -42,8 +42,12 @@ func benchFile(b *testing.B, seed uint64) string {
 			r := rng.Uint32()
 			binary.LittleEndian.PutUint32(buf[j:], 0x3F800000|r&0x807FFFFF)
 		}
+		stride := 64 << 10 // one changed element per 64 KiB...
+		if seed >= 0x100 {
+			stride = 4 // ...or every element
+		}
 		if seed != 0 {
-			for j := i * 4; j < len(buf); j += 64 << 10 {
+			for j := i * 4 % stride; j < len(buf); j += stride {
 				buf[j] ^= byte(seed)
 			}
 		}
@@ -96,14 +100,15 @@ func readOnce(b *testing.B, paths ...string) {
 }
 
 // BenchmarkDiff1GiB compares two 1 GiB F32 files against reading both once:
-// "identical" (equal bytes: the memcmp path) and "changed" (one element in
-// every 64 KiB differs: every chunk is decoded and compared by value).
+// "identical" (equal bytes: the memcmp path), "sparse" (one element in every
+// 64 KiB differs: only runs of 64 elements around them are decoded) and
+// "dense" (every element differs: everything is decoded and compared).
 func BenchmarkDiff1GiB(b *testing.B) {
 	a := benchFile(b, 0)
 	for _, c := range []struct {
 		name string
 		seed uint64
-	}{{"identical", 0}, {"changed", 0x10}} {
+	}{{"identical", 0}, {"sparse", 0x10}, {"dense", 0x110}} {
 		other := a
 		if c.seed != 0 {
 			other = benchFile(b, c.seed)

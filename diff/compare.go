@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gosafetensors/safetensors"
 )
@@ -268,36 +269,106 @@ func elements(dt safetensors.DType, n int) (int64, error) {
 	return int64(e), err
 }
 
-// values decodes both sides block by block and compares them.
+// sub is the run of elements whose bytes are compared before decoding, when
+// both sides have the same dtype: a few changed elements in a chunk cost
+// decoding their runs only, not the whole chunk.
+const sub = 64
+
+// values compares both sides by value: F32 and F64 in place, other dtypes
+// decoded to float64 a block at a time (with the same dtype, only the runs
+// whose bytes differ).
 func (w *worker) values(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DType) error {
 	n, err := safetensors.ElementCount(dtA, len(ba))
 	if err != nil {
 		return err
 	}
+	r.count += int64(n)
+	if dtA == dtB {
+		if x, ok := view[float32](dtA == safetensors.F32, ba); ok {
+			if y, ok := view[float32](true, bb); ok {
+				compareBlock(r, x, y, w.eps)
+				return nil
+			}
+		}
+		if x, ok := view[float64](dtA == safetensors.F64, ba); ok {
+			if y, ok := view[float64](true, bb); ok {
+				compareBlock(r, x, y, w.eps)
+				return nil
+			}
+		}
+	}
 	for e := 0; e < n; e += block {
 		f := min(e+block, n)
-		a0, a1 := byteRange(dtA, int64(e), int64(f))
-		b0, b1 := byteRange(dtB, int64(e), int64(f))
-		va, vb := w.va[:f-e], w.vb[:f-e]
-		if err := safetensors.DecodeFloat64(va, ba[a0:a1], dtA); err != nil {
-			return err
+		if dtA != dtB {
+			if err := w.decodeRun(r, ba, bb, dtA, dtB, e, f); err != nil {
+				return err
+			}
+			continue
 		}
-		if err := safetensors.DecodeFloat64(vb, bb[b0:b1], dtB); err != nil {
-			return err
+		// Same dtype: decode only maximal runs of differing sub-runs.
+		start := -1
+		for s := e; s < f; s += sub {
+			t := min(s+sub, f)
+			a0, a1 := byteRange(dtA, int64(s), int64(t))
+			if bytes.Equal(ba[a0:a1], bb[a0:a1]) {
+				if start >= 0 {
+					if err := w.decodeRun(r, ba, bb, dtA, dtB, start, s); err != nil {
+						return err
+					}
+					start = -1
+				}
+				continue
+			}
+			if start < 0 {
+				start = s
+			}
 		}
-		compareBlock(r, va, vb, w.eps)
+		if start >= 0 {
+			if err := w.decodeRun(r, ba, bb, dtA, dtB, start, f); err != nil {
+				return err
+			}
+		}
 	}
-	r.count += int64(n)
 	return nil
 }
 
-func compareBlock(r *chunkResult, va, vb []float64, eps float64) {
+// decodeRun decodes elements [e, f) of both sides (at most one block) and
+// compares them.
+func (w *worker) decodeRun(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DType, e, f int) error {
+	a0, a1 := byteRange(dtA, int64(e), int64(f))
+	b0, b1 := byteRange(dtB, int64(e), int64(f))
+	va, vb := w.va[:f-e], w.vb[:f-e]
+	if err := safetensors.DecodeFloat64(va, ba[a0:a1], dtA); err != nil {
+		return err
+	}
+	if err := safetensors.DecodeFloat64(vb, bb[b0:b1], dtB); err != nil {
+		return err
+	}
+	compareBlock(r, va, vb, w.eps)
+	return nil
+}
+
+// littleEndian is true on hosts whose memory order matches the format's.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// view returns b as a []F without copying when ok says the dtype is F and
+// the host and alignment allow it.
+func view[F float32 | float64](ok bool, b []byte) ([]F, bool) {
+	var z F
+	size := int(unsafe.Sizeof(z))
+	if !ok || !littleEndian || len(b)%size != 0 || len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*F)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size), true
+}
+
+func compareBlock[F float32 | float64](r *chunkResult, va, vb []F, eps float64) {
 	vb = vb[:len(va)]
-	for i, a := range va {
-		b := vb[i]
-		if a == b {
+	for i, x := range va {
+		if x == vb[i] {
 			continue
 		}
+		a, b := float64(x), float64(vb[i])
 		if a != a || b != b {
 			if (a != a) != (b != b) {
 				r.differing++

@@ -87,6 +87,7 @@ func TestCompare(t *testing.T) {
 		must(safetensors.FromFloat32("cast", []int64{int64(n)}, va, safetensors.F32)),
 		must(safetensors.FromSlice("shape", []int64{2, 3}, []int8{1, 2, 3, 4, 5, 6})),
 		must(safetensors.FromSlice("onlyA", []int64{1}, []int8{1})),
+		must(safetensors.FromFloat32("changedh", []int64{int64(n)}, na, safetensors.BF16)),
 	)
 	b := save(t, map[string]string{"format": "pt", "x": "2", "y": "3"},
 		must(safetensors.FromFloat32("same", []int64{int64(n)}, va, safetensors.F32)),
@@ -94,6 +95,7 @@ func TestCompare(t *testing.T) {
 		must(safetensors.FromFloat32("cast", []int64{int64(n)}, va, safetensors.BF16)),
 		must(safetensors.FromSlice("shape", []int64{3, 2}, []int8{1, 2, 3, 4, 5, 6})),
 		must(safetensors.FromSlice("onlyB", []int64{1}, []int8{1})),
+		must(safetensors.FromFloat32("changedh", []int64{int64(n)}, vb, safetensors.BF16)),
 	)
 	raw, _ := os.ReadFile(a)
 	ra, _ := safetensors.NewReader(bytes.NewReader(raw), int64(len(raw)))
@@ -104,13 +106,19 @@ func TestCompare(t *testing.T) {
 		}
 		return out
 	}
-	bf := make([]float64, n)
-	for i, x := range va {
-		bits := math.Float32bits(x)
-		// Round to nearest even by hand, independently of the library.
-		bits += 0x7FFF + (bits>>16)&1
-		bf[i] = float64(math.Float32frombits(bits &^ 0xFFFF))
+	// Round to nearest even by hand, independently of the library.
+	roundBF := func(v []float32) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			bits := math.Float32bits(x)
+			if x == x {
+				bits += 0x7FFF + (bits>>16)&1
+			}
+			out[i] = float64(math.Float32frombits(bits &^ 0xFFFF))
+		}
+		return out
 	}
+	bf := roundBF(va)
 	for _, eps := range []float64{0, 1e-4} {
 		for _, src := range []safetensors.Source{open(t, a), ra} {
 			for _, opts := range [][]diff.Option{nil, {diff.WithWorkers(3), diff.WithChunkSize(64 << 10)}} {
@@ -144,6 +152,8 @@ func TestCompare(t *testing.T) {
 				}
 				check("changed", f64(na), f64(vb))
 				check("cast", f64(va), bf)
+				// Same dtype, decoded run by run where the bytes differ.
+				check("changedh", roundBF(na), roundBF(vb))
 				if c := got["cast"]; !c.DTypeDiffers() || c.Equal() {
 					t.Errorf("cast: %+v", c)
 				}
