@@ -113,7 +113,8 @@ func encodePlanes(dst, src []byte, w int, rot bool) []byte {
 // decodeChunk decodes the grouped chunk blob into dst, which has exactly the
 // decompressed length the chunk index claims. Nothing is written beyond
 // dst; a chunk that decodes to a different length or checksum is an error.
-func decodeChunk(dst, blob []byte, zdec *zstd.Decoder) error {
+// par, when not nil, runs the blocks of a planes chunk in parallel.
+func decodeChunk(dst, blob []byte, zdec *zstd.Decoder, par runner) error {
 	if len(blob) < chunkOver {
 		return fmt.Errorf("%w: chunk of %d bytes is too short", ErrCorrupt, len(blob))
 	}
@@ -130,7 +131,7 @@ func decodeChunk(dst, blob []byte, zdec *zstd.Decoder) error {
 			return err
 		}
 	case methodPlanes:
-		if err := decodePlanes(dst, payload); err != nil {
+		if err := decodePlanes(dst, payload, par); err != nil {
 			return err
 		}
 	default:
@@ -155,7 +156,7 @@ type planeBlockRef struct {
 // run of planeBlock elements, the block of every plane is taken in place
 // (raw), filled (run) or Huffman-decoded into a small scratch buffer, then
 // the planes are joined into dst. Working memory is w blocks, not the chunk.
-func decodePlanes(dst, p []byte) error {
+func decodePlanes(dst, p []byte, par runner) error {
 	if len(p) < 2 {
 		return fmt.Errorf("%w: planes chunk too short", ErrCorrupt)
 	}
@@ -198,13 +199,15 @@ func decodePlanes(dst, p []byte) error {
 	if len(p) != 0 {
 		return fmt.Errorf("%w: %d bytes left after the last plane", ErrCorrupt, len(p))
 	}
-	sp := planeScratch.Get().(*[]byte)
-	defer planeScratch.Put(sp)
-	scratch := *sp
-	s := huffScratch.Get().(*huff0.Scratch)
-	defer huffScratch.Put(s)
-	planes := make([][]byte, w)
-	for k := range nb {
+	rot := flags&flagRotate != 0
+	block := func(k int) error {
+		sp := planeScratch.Get().(*[]byte)
+		defer planeScratch.Put(sp)
+		scratch := *sp
+		s := huffScratch.Get().(*huff0.Scratch)
+		defer func() { huffScratch.Put(s) }()
+		var pl [8][]byte
+		planes := pl[:w]
 		blen := min(n-k*planeBlock, planeBlock)
 		out := dst[k*planeBlock*w : (k*planeBlock+blen)*w]
 		for j := range w {
@@ -243,8 +246,20 @@ func decodePlanes(dst, p []byte) error {
 			planes[j] = buf
 		}
 		if w > 1 {
-			joinPlanes(out, planes, w, flags&flagRotate != 0)
+			joinPlanes(out, planes, w, rot)
+		}
+		return nil
+	}
+	if par != nil && nb > 1 {
+		return par(nb, block)
+	}
+	for k := range nb {
+		if err := block(k); err != nil {
+			return err
 		}
 	}
 	return nil
 }
+
+// runner runs f(0..n-1), perhaps in parallel, and returns the first error.
+type runner func(n int, f func(k int) error) error

@@ -57,7 +57,7 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 	}
 	err = ordered(len(ra.frames), c.concurrency, func(i int) ([]byte, error) {
 		bp := getBuf(ra.frames[i].ulen) // capped by the max frame size
-		if err := ra.decodeFrame(i, *bp); err != nil {
+		if err := ra.decodeFrame(i, *bp, nil); err != nil {
 			putBuf(bp)
 			return nil, err
 		}

@@ -25,7 +25,7 @@ type ReaderAt struct {
 	size   int64  // uncompressed size
 	prefix []byte // bytes [0, len(prefix)) served from memory (grouped header)
 	frames []frame
-	decode func(dst, comp []byte, f *frame) error
+	decode func(dst, comp []byte, f *frame, par runner) error
 	zdec   *zstd.Decoder
 	conc   int
 	closer io.Closer
@@ -87,11 +87,11 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 			if ra.zdec, err = newZstdDecoder(c.maxFrame, c.concurrency); err != nil {
 				return nil, err
 			}
-			ra.decode = func(dst, comp []byte, fr *frame) error {
+			ra.decode = func(dst, comp []byte, fr *frame, _ runner) error {
 				return decodeZstdFrame(ra.zdec, dst, comp, fr.sum, fr.hasSum)
 			}
 		} else {
-			ra.decode = func(dst, comp []byte, fr *frame) error {
+			ra.decode = func(dst, comp []byte, fr *frame, _ runner) error {
 				return decodeLZ4Frame(dst, comp, fr.sum, fr.hasSum)
 			}
 		}
@@ -104,7 +104,7 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 		if ra.zdec, err = newZstdDecoder(c.maxFrame, c.concurrency); err != nil {
 			return nil, err
 		}
-		ra.decode = func(dst, comp []byte, _ *frame) error { return decodeChunk(dst, comp, ra.zdec) }
+		ra.decode = func(dst, comp []byte, _ *frame, par runner) error { return decodeChunk(dst, comp, ra.zdec, par) }
 	}
 	return ra, nil
 }
@@ -220,13 +220,17 @@ func (r *ReaderAt) readFrames(p []byte, off int64) error {
 	if len(jobs) == 0 {
 		return nil
 	}
+	var par runner
+	if len(jobs) == 1 {
+		par = r.parallel // one frame: decode its blocks in parallel
+	}
 	run := func(j job) error {
 		f := &r.frames[j.i]
 		dst := j.dst
 		if dst == nil {
 			dst = make([]byte, f.ulen) // f.ulen is capped by the max frame size
 		}
-		if err := r.decodeFrame(j.i, dst); err != nil {
+		if err := r.decodeFrame(j.i, dst, par); err != nil {
 			return err
 		}
 		if j.dst == nil {
@@ -334,10 +338,14 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 			}
 		}
 		var mu sync.Mutex
+		var par runner
+		if len(need) == 1 {
+			par = r.parallel
+		}
 		err := r.parallel(len(need), func(k int) error {
 			f := need[k]
 			buf := make([]byte, r.frames[f].ulen) // capped by the max frame size
-			if err := r.decodeFrame(f, buf); err != nil {
+			if err := r.decodeFrame(f, buf, par); err != nil {
 				return err
 			}
 			mu.Lock()
@@ -359,8 +367,9 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 	return nil
 }
 
-// decodeFrame reads frame i's compressed bytes and decodes them into dst.
-func (r *ReaderAt) decodeFrame(i int, dst []byte) error {
+// decodeFrame reads frame i's compressed bytes and decodes them into dst;
+// par (if not nil) may decode parts of the frame in parallel.
+func (r *ReaderAt) decodeFrame(i int, dst []byte, par runner) error {
 	f := &r.frames[i]
 	bp := getBuf(f.clen) // within the file: its size was checked
 	defer putBuf(bp)
@@ -371,7 +380,7 @@ func (r *ReaderAt) decodeFrame(i int, dst []byte) error {
 		}
 		return fmt.Errorf("reading frame %d at byte %d: %w", i, f.coff, err)
 	}
-	if err := r.decode(dst, comp, f); err != nil {
+	if err := r.decode(dst, comp, f, par); err != nil {
 		var sentinel error = ErrCorrupt
 		for _, s := range []error{ErrChecksum, ErrLimit} {
 			if errors.Is(err, s) {

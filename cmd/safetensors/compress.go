@@ -24,6 +24,7 @@ type compressFlags struct {
 	frameSize string
 	jobs      int
 	force     bool
+	maxSize   string
 }
 
 func newCompressCmd() *cobra.Command {
@@ -95,6 +96,7 @@ not read or write (or the output exists: use --force).`,
 	f := cmd.Flags()
 	f.IntVarP(&fl.jobs, "jobs", "j", 0, "frames decompressed at once (default: number of CPUs)")
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite an existing output")
+	f.StringVar(&fl.maxSize, "max-size", "", "refuse input that decompresses to more than this, e.g. 200GiB (default: no limit, like zstd -d)")
 	return cmd
 }
 
@@ -138,6 +140,13 @@ func runDecompress(stdout, stderr io.Writer, in, out string, fl compressFlags) e
 		}
 	}
 	opts := []compressed.Option{compressed.WithOverwrite(fl.force)}
+	if fl.maxSize != "" {
+		n, err := parseSize(fl.maxSize)
+		if err != nil || n < 0 {
+			return usageError("--max-size: %q is not a positive size such as 200GiB", fl.maxSize)
+		}
+		opts = append(opts, compressed.WithMaxSize(n))
+	}
 	if fl.jobs != 0 {
 		opts = append(opts, compressed.WithConcurrency(fl.jobs))
 	}

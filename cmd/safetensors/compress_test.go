@@ -83,6 +83,13 @@ func TestCompressCmdErrors(t *testing.T) {
 	if code, _, _ := runCLI(t, "compress", filepath.Join(dir, "missing.safetensors")); code != 2 {
 		t.Errorf("missing input: exit %d", code)
 	}
+	// --max-size refuses a file that would decompress to more.
+	if code, _, errOut := runCLI(t, "compress", torchDir+"tiny_transformer.safetensors", filepath.Join(dir, "t.zst")); code != 0 {
+		t.Fatal(errOut)
+	}
+	if code, _, errOut := runCLI(t, "decompress", "--max-size", "100B", filepath.Join(dir, "t.zst")); code != 1 || !strings.Contains(errOut, "limit of 100") {
+		t.Errorf("--max-size: exit %d, %q", code, errOut)
+	}
 	// A corrupt compressed file: exit 1, no output left behind.
 	in := filepath.Join(dir, "m.safetensors")
 	copyTestFile(t, torchDir+"tiny_transformer.safetensors", in)
