@@ -124,7 +124,7 @@ func (h *Hub) Endpoint() string { return h.endpoint.String() }
 // endpoint's host. Other resolve-shaped URLs are plain HTTP files: their
 // server may not report X-Repo-Commit, which [Repo.Open] requires.
 func (h *Hub) Handles(location string) bool {
-	if IsHubURL(location) {
+	if strings.HasPrefix(location, "hf://") {
 		return true
 	}
 	ref, err := parseResolveURL(location)
