@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,8 +14,8 @@ import (
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/atomicfile"
 	"github.com/gosafetensors/safetensors/internal/npy"
+	"github.com/gosafetensors/safetensors/source"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 func init() { register(newGetCmd) }
@@ -27,6 +26,7 @@ type getFlags struct {
 	raw    bool
 	as     string
 	limit  int64
+	force  bool
 }
 
 func newGetCmd() *cobra.Command {
@@ -54,7 +54,7 @@ are read.`,
   safetensors get model.safetensors embed.weight -o embed.bin`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runGet(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], args[1], fl)
+			return runGet(cmd, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], args[1], fl)
 		},
 	}
 	f := cmd.Flags()
@@ -63,10 +63,11 @@ are read.`,
 	f.BoolVar(&fl.raw, "raw", false, "write raw little-endian bytes instead of .npy")
 	f.StringVar(&fl.as, "as", "", "convert the values first; only f32 is supported (from F16, BF16, F8_E4M3, F8_E5M2, F64 and integers)")
 	f.Int64Var(&fl.limit, "limit", 1000, "print the values only when there are at most `N` of them")
+	f.BoolVarP(&fl.force, "force", "f", false, "overwrite OUT if it exists")
 	return cmd
 }
 
-func runGet(stdout, stderr io.Writer, file, name string, fl getFlags) error {
+func runGet(cmd *cobra.Command, stdout, stderr io.Writer, loc, name string, fl getFlags) error {
 	if fl.as != "" && fl.as != "f32" {
 		return usageError("--as %q: only f32 is supported", fl.as)
 	}
@@ -74,23 +75,39 @@ func runGet(stdout, stderr io.Writer, file, name string, fl getFlags) error {
 	if err != nil {
 		return usageError("--slice: %v", err)
 	}
-	src, err := openTensorSource(file, name)
+	if err := checkOverwrite(fl.output, fl.force); err != nil {
+		return err
+	}
+	m, err := openLocation(cmd, loc)
 	if err != nil {
 		return err
 	}
-	defer src.close()
-	t, err := src.reader.Tensor(name)
+	defer m.Close()
+	t, err := m.Tensor(name)
+	if errors.Is(err, safetensors.ErrTensorNotFound) {
+		// a tied weight removed on conversion is served from the name kept
+		if kept, ok := m.Meta()[name]; ok {
+			if kt, kerr := m.Tensor(kept); kerr == nil {
+				fmt.Fprintf(stderr, "note: %s was written once as %s (tied weights; __metadata__ records %s: %s)\n", display(name), display(kept), display(name), display(kept))
+				t, err = kt, nil
+			}
+		}
+	}
 	if err != nil {
 		if errors.Is(err, safetensors.ErrTensorNotFound) {
-			if s := suggestNames(src.names, name); len(s) > 0 {
+			if s := suggestNames(m.Names(), name); len(s) > 0 {
 				err = fmt.Errorf("%w\n  did you mean: %s", err, strings.Join(s, ", "))
 			}
-			return &exitError{Code: exitProblems, Err: err}
+			// a name that is not there is a usage mistake, not a verdict
+			return &exitError{Code: exitNoCheck, Err: err}
 		}
-		return &exitError{Code: exitNoCheck, Err: err}
+		return locationProblem(loc, err)
 	}
 	if len(idx) > 0 {
 		if t, err = t.Slice(idx...); err != nil {
+			if source.IsIOError(err) {
+				return &exitError{Code: exitNoCheck, Err: err}
+			}
 			return usageError("%v", err)
 		}
 	}
@@ -136,10 +153,13 @@ func runGet(stdout, stderr io.Writer, file, name string, fl getFlags) error {
 	}
 
 	if fl.output == "-" {
-		if of, ok := stdout.(*os.File); ok && term.IsTerminal(int(of.Fd())) {
+		if isTerminal(stdout) {
 			return usageError("refusing to write binary data to a terminal: redirect stdout or give -o a file name")
 		}
-		return write(stdout)
+		if err := write(stdout); err != nil {
+			return locationProblem(loc, err)
+		}
+		return nil
 	}
 	out, err := atomicfile.Create(fl.output)
 	if err != nil {
@@ -147,7 +167,7 @@ func runGet(stdout, stderr io.Writer, file, name string, fl getFlags) error {
 	}
 	defer out.Abort()
 	if err := write(out); err != nil {
-		return &exitError{Code: exitNoCheck, Err: fmt.Errorf("writing %s: %w", fl.output, err)}
+		return locationProblem(loc, err)
 	}
 	if err := out.Commit(); err != nil {
 		return &exitError{Code: exitNoCheck, Err: fmt.Errorf("writing %s: %w", fl.output, err)}

@@ -42,7 +42,7 @@ func TestGetFromCheckpoint(t *testing.T) {
 		}
 	}
 	code, _, errOut := runCLI(t, "get", torchDir+"noncontiguous.pt", "transposd")
-	if code != 1 || !strings.Contains(errOut, "did you mean: transposed") {
+	if code != 2 || !strings.Contains(errOut, "did you mean: transposed") {
 		t.Errorf("missing name: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = runCLI(t, "get", "../../testdata/malicious/torch_zip_os_system_p4.pt", "w")

@@ -83,7 +83,7 @@ func TestGetNpy(t *testing.T) {
 			f.Close()
 		}
 		out := filepath.Join(dir, "out.npy")
-		args := []string{"get", tc.file, tc.name, "-o", out}
+		args := []string{"get", tc.file, tc.name, "-o", out, "--force"}
 		if tc.spec != "" {
 			args = append(args, "--slice", tc.spec)
 		}
@@ -199,7 +199,7 @@ func TestGetPrint(t *testing.T) {
 
 func TestGetErrors(t *testing.T) {
 	code, _, errOut := runCLI(t, "get", torchDir+"tiny_transformer.safetensors", "fc_in")
-	if code != 1 || !strings.Contains(errOut, "TensorNotFound") || !strings.Contains(errOut, "did you mean: h.0.fc_in.bias") {
+	if code != 2 || !strings.Contains(errOut, "TensorNotFound") || !strings.Contains(errOut, "did you mean: h.0.fc_in.bias") {
 		t.Errorf("missing tensor: exit %d %q", code, errOut)
 	}
 	code, _, errOut = runCLI(t, "get", torchDir+"tiny_transformer.safetensors", "ln_f.bias", "--slice", "9")
@@ -228,5 +228,37 @@ func TestGetStdout(t *testing.T) {
 	code, out, _ = runCLI(t, "get", torchDir+"dtypes.safetensors", "i8", "-o", "-")
 	if code != 0 || !strings.HasPrefix(out, npy.Magic) || !strings.HasSuffix(out, "\x80\xff\x00\x01\x7f") {
 		t.Errorf("npy to stdout: exit %d %q", code, out)
+	}
+}
+
+func TestGetOverwriteRuleAndDevices(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "x.npy")
+	os.WriteFile(out, []byte("keep"), 0o644)
+	code, _, errOut := runCLI(t, "get", torchDir+"tiny_transformer.safetensors", "ln_f.bias", "-o", out)
+	if b, _ := os.ReadFile(out); code != 2 || string(b) != "keep" || !strings.Contains(errOut, "--force") {
+		t.Fatalf("existing output: exit %d %q, file %q", code, errOut, b)
+	}
+	if code, _, errOut := runCLI(t, "get", torchDir+"tiny_transformer.safetensors", "ln_f.bias", "-o", out, "-f"); code != 0 {
+		t.Fatalf("--force: exit %d %q", code, errOut)
+	}
+	// a symlink to a device is written through, never replaced
+	link := filepath.Join(dir, "stdout")
+	if err := os.Symlink("/dev/null", link); err != nil {
+		t.Skip(err)
+	}
+	if code, _, errOut := runCLI(t, "get", torchDir+"tiny_transformer.safetensors", "ln_f.bias", "-o", link, "--raw"); code != 0 {
+		t.Fatalf("-o symlink to /dev/null: exit %d %q", code, errOut)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the symlink was replaced by a regular file")
+	}
+}
+
+// A tied weight removed on conversion is found through __metadata__.
+func TestGetRemovedAlias(t *testing.T) {
+	code, out, errOut := runCLI(t, "get", torchDir+"tied_weights.safetensors", "model.embed_tokens.weight", "--slice", "0")
+	if code != 0 || !strings.Contains(errOut, "lm_head.weight") {
+		t.Fatalf("exit %d %q %q", code, out, errOut)
 	}
 }

@@ -67,7 +67,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	// Output is buffered: a 100k-line table must not cost 100k write calls.
 	// Commands that report progressively call flush.
-	out := bufio.NewWriterSize(stdout, 64<<10)
+	out := &outBuffer{Writer: bufio.NewWriterSize(stdout, 64<<10), under: stdout}
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(out)
@@ -127,6 +127,16 @@ func buildVersion() string {
 	}
 	return "(devel)"
 }
+
+// outBuffer buffers the CLI's output and remembers what it writes to, so
+// that commands can tell a terminal from a pipe.
+type outBuffer struct {
+	*bufio.Writer
+	under io.Writer
+}
+
+// Underlying returns the writer under the buffer.
+func (o *outBuffer) Underlying() io.Writer { return o.under }
 
 // flush writes out buffered output, for commands that report file by file.
 func flush(w io.Writer) {

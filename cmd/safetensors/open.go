@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"github.com/gosafetensors/safetensors/internal/atomicfile"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // openLocation opens a location (a path, a directory, an index, an http(s)
@@ -82,4 +84,27 @@ func handleSignals(ctx context.Context) (context.Context, func()) {
 		close(done)
 		cancel()
 	}
+}
+
+// isTerminal reports whether w, or the file under the CLI's output buffer,
+// is a terminal.
+func isTerminal(w io.Writer) bool {
+	if u, ok := w.(interface{ Underlying() io.Writer }); ok {
+		w = u.Underlying()
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// checkOverwrite is the one rule of every command that writes: an existing
+// regular file is replaced only with --force. A FIFO or a device
+// (/dev/stdout) is written into, never replaced. "" and "-" are stdout.
+func checkOverwrite(out string, force bool) error {
+	if out == "" || out == "-" || force {
+		return nil
+	}
+	if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {
+		return usageError("%s exists: use --force to overwrite it", out)
+	}
+	return nil
 }
