@@ -53,8 +53,13 @@ func TestTensorSliceOverHTTP(t *testing.T) {
 			}
 			return b
 		}
+		before := srv.requests.Load()
 		if !bytes.Equal(get(rr), get(lr)) {
 			t.Errorf("slice %s differs", spec)
+		}
+		// 64 rows: at most one multi-range request of 64 ranges.
+		if n := srv.requests.Load() - before; n != 1 {
+			t.Errorf("slice %s: %d requests", spec, n)
 		}
 	}
 }
