@@ -21,45 +21,32 @@ func Float32ToBF16(f float32) uint16 {
 
 // Float32ToF16 rounds f to the nearest IEEE 754 half, ties to even,
 // subnormal halves included. Values whose magnitude rounds beyond 65504
-// become infinities; a NaN stays a NaN (quieted, sign and upper payload
-// bits kept).
+// become infinities; a NaN stays a NaN (quieted, sign kept). The method is
+// Fabian Giesen's float_to_half_fast3_rtne: a biased add rounds the
+// mantissa, and a float addition aligns subnormals.
 func Float32ToF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23) & 0xFF
-	man := b & 0x7FFFFF
-	if exp == 0xFF {
-		if man != 0 {
-			return sign | 0x7E00 | uint16(man>>13)
+	x := math.Float32bits(f)
+	sign := uint16(x>>16) & 0x8000
+	x &^= 0x80000000
+	switch {
+	case x >= 0x47800000: // 65536 or more, Inf or NaN
+		if x > 0x7F800000 {
+			return sign | 0x7E00 | uint16(x>>13)&0x3FF
 		}
 		return sign | 0x7C00
+	case x < 0x38800000: // below 2^-14: a subnormal half or zero
+		// Adding 0.5 aligns the 10 mantissa bits at the bottom of the
+		// float32, rounding to nearest even as float addition does.
+		const magic = (127 - 15 + 23 - 10 + 1) << 23
+		v := math.Float32frombits(x) + math.Float32frombits(magic)
+		return sign | uint16(math.Float32bits(v)-magic)
 	}
-	e := exp - 127 + 15
-	if e >= 0x1F {
-		return sign | 0x7C00
-	}
-	if e <= 0 {
-		// Subnormal half (or zero): shift the mantissa with its implicit
-		// bit into place and round on the bits shifted out.
-		if e < -10 {
-			return sign
-		}
-		man |= 0x800000
-		shift := uint32(14 - e)
-		r := man >> shift
-		rem := man & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || (rem == half && r&1 == 1) {
-			r++
-		}
-		return sign | uint16(r)
-	}
-	r := uint32(e)<<10 | man>>13
-	rem := man & 0x1FFF
-	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
-		r++ // a carry into the exponent is right, up to infinity
-	}
-	return sign | uint16(r)
+	odd := (x >> 13) & 1
+	// Rebias the exponent (subtract 112<<23) and round: + 0xFFF + odd
+	// carries into bit 13 exactly when the 13 dropped bits are past half,
+	// or at half with an odd mantissa.
+	x = x - 112<<23 + 0xFFF + odd
+	return sign | uint16(x>>13)
 }
 
 // EncodedSize returns the bytes n elements of dtype dt take, for the

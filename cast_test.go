@@ -6,6 +6,9 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gosafetensors/safetensors"
@@ -425,4 +428,76 @@ func TestFloat32IntoStreams(t *testing.T) {
 	if err == nil || errors.As(err, &fe) {
 		t.Errorf("truncated source: %v, want an I/O error", err)
 	}
+}
+
+// TestRoundingExhaustive checks every one of the 2^32 float32 values against
+// x448/float16 (F16) and the float64 oracle (BF16). It takes minutes, so it
+// runs only with SAFETENSORS_EXHAUSTIVE=1.
+func TestRoundingExhaustive(t *testing.T) {
+	if os.Getenv("SAFETENSORS_EXHAUSTIVE") == "" {
+		t.Skip("set SAFETENSORS_EXHAUSTIVE=1 to check all 2^32 float32 values")
+	}
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	const parts = 64
+	for p := range parts {
+		wg.Go(func() {
+			lo := uint64(p) << 32 / parts
+			hi := uint64(p+1) << 32 / parts
+			for b := lo; b < hi && bad.Load() < 10; b++ {
+				f := math.Float32frombits(uint32(b))
+				h, bf := safetensors.Float32ToF16(f), safetensors.Float32ToBF16(f)
+				if f != f {
+					if h&0x7C00 != 0x7C00 || h&0x3FF == 0 || bf&0x7F80 != 0x7F80 || bf&0x7F == 0 {
+						bad.Add(1)
+						t.Errorf("NaN %#08x: F16 %#04x BF16 %#04x", b, h, bf)
+					}
+					continue
+				}
+				if w := float16.Fromfloat32(f).Bits(); h != w {
+					bad.Add(1)
+					t.Errorf("F16 %#08x: %#04x, want %#04x", b, h, w)
+				}
+				if w := bf16Oracle(f); bf != w {
+					bad.Add(1)
+					t.Errorf("BF16 %#08x: %#04x, want %#04x", b, bf, w)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// FuzzDecode decodes arbitrary bytes as every dtype: never a panic, and
+// every element equal to the one-at-a-time reference decoder.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte{0x7F, 0xFF, 0x80, 0x00, 0x7C, 0x7D, 0x01, 0x38}, uint8(safetensors.F8_E4M3))
+	f.Add([]byte{0x00, 0x7C, 0x01, 0x7C, 0x00, 0xFC}, uint8(safetensors.F16))
+	f.Add([]byte{0x80, 0x3F, 0xC0, 0x7F}, uint8(safetensors.BF16))
+	f.Add([]byte{0x7F, 0x0F}, uint8(safetensors.F4))
+	f.Add(make([]byte, 24), uint8(safetensors.F64))
+	f.Fuzz(func(t *testing.T, b []byte, d uint8) {
+		dt := safetensors.DType(d % uint8(len(safetensors.DTypes())))
+		n, err := safetensors.ElementCount(dt, len(b))
+		if err != nil {
+			if safetensors.CanDecode(dt) && (dt.Size() == 0 || len(b)%dt.Size() == 0) {
+				t.Fatalf("%s, %d bytes: %v", dt, len(b), err)
+			}
+			return
+		}
+		v := make([]float64, n)
+		if err := safetensors.DecodeFloat64(v, b, dt); err != nil {
+			t.Fatal(err)
+		}
+		w := make([]float32, n)
+		if err := safetensors.DecodeFloat32(w, b, dt); err != nil {
+			t.Fatal(err)
+		}
+		for i := range v {
+			want := refDecode(t, dt, b, i)
+			if !sameFloat(v[i], want) || !sameFloat(float64(w[i]), float64(float32(want))) {
+				t.Fatalf("%s[%d]: %v / %v, want %v", dt, i, v[i], w[i], want)
+			}
+		}
+	})
 }
