@@ -21,31 +21,39 @@ type inspectFlags struct {
 	filters []string
 	summary bool
 	long    bool
+	tree    bool
+	quiet   bool
 }
 
 func newInspectCmd() *cobra.Command {
 	var fl inspectFlags
 	cmd := &cobra.Command{
-		Use:   "inspect FILE",
-		Short: "List tensors, parameter counts and metadata of a safetensors file",
-		Long: `Inspect lists the tensors of a safetensors file (name, dtype, shape,
-parameters, bytes) in file order, then totals like the Hugging Face Hub's:
-parameters exact and rounded (137M, 8.03B), parameters and bytes per dtype,
-the header size and the metadata. Only the header is read.
+		Use:   "inspect LOCATION",
+		Short: "List tensors, parameter counts and metadata of a model",
+		Long: `Inspect lists the tensors of a model (name, dtype, shape, parameters,
+bytes) in file order, then totals like the Hugging Face Hub's: parameters
+exact and rounded (137M, 8.03B), parameters and bytes per dtype, the header
+size and the metadata. Only headers are read.
 
-A PyTorch checkpoint (.bin .pt .pth .ckpt, zip or legacy) is listed too,
-read by the same inert decoder as convert: nothing in it is executed, and a
-checkpoint that refers to anything but plain tensors is refused.
+LOCATION is a safetensors file (plain or compressed), a sharded model (a
+directory, or its model.safetensors.index.json: one line per shard, then
+model totals), a URL (http(s)://, hf://ORG/REPO[@REV][/FILE], s3://, gs://,
+azblob://), or a PyTorch checkpoint (zip or legacy), read by the same inert
+decoder as convert and listed as the file converting it would write: nothing
+in it is executed, and a checkpoint that refers to anything but plain
+tensors is refused. Formats are recognised by content, never by name.
 
 Exit status: 0 ok, 1 the file is not a valid safetensors file, 2 it could
 not be read.`,
 		Example: `  safetensors inspect model.safetensors
   safetensors inspect model.safetensors --filter '*.layers.0.*' --sort size
   safetensors inspect model.safetensors --summary
-  safetensors inspect model.safetensors --json | jq .total_parameters`,
+  safetensors inspect model.safetensors --json | jq .total_parameters
+  safetensors inspect --tree hf://org/model
+  safetensors inspect -q model.safetensors | grep attn`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runInspect(cmd.OutOrStdout(), args[0], fl)
+			return runInspect(cmd, cmd.OutOrStdout(), args[0], fl)
 		},
 	}
 	f := cmd.Flags()
@@ -53,7 +61,9 @@ not be read.`,
 	f.StringVar(&fl.sort, "sort", "offset", "order of the tensor list: offset (file order), name, size (largest first)")
 	f.StringArrayVar(&fl.filters, "filter", nil, "list only tensors whose name contains `PATTERN`, or matches it as a glob when it has * ? or [ (repeatable: any may match); totals cover the listed tensors")
 	f.BoolVarP(&fl.summary, "summary", "s", false, "print only the totals and metadata, not the tensor list")
-	f.BoolVarP(&fl.long, "long", "l", false, "also show each tensor's data_offsets")
+	f.BoolVarP(&fl.long, "long", "l", false, "also show each tensor's data_offsets (and shard)")
+	f.BoolVar(&fl.tree, "tree", false, "group tensors by dotted prefix, numbered layers collapsed, parameters per group")
+	f.BoolVarP(&fl.quiet, "quiet", "q", false, "print only the tensor names, one per line")
 	return cmd
 }
 
@@ -91,6 +101,14 @@ type inspectJSON struct {
 	ParametersByDType map[string]int64  `json:"parameters_by_dtype"`
 	BytesByDType      map[string]int64  `json:"bytes_by_dtype"`
 	Warnings          []string          `json:"warnings"`
+	Shards            []shardJSON       `json:"shards"`
+}
+
+type shardJSON struct {
+	Name       string `json:"name"`
+	Tensors    int    `json:"tensors"`
+	Parameters int64  `json:"parameters"`
+	Bytes      int64  `json:"bytes"`
 }
 
 type tensorJSON struct {
@@ -100,6 +118,7 @@ type tensorJSON struct {
 	DataOffsets *[2]int64 `json:"data_offsets"`
 	Parameters  int64     `json:"parameters"`
 	Bytes       int64     `json:"bytes"`
+	Shard       string    `json:"shard,omitempty"`
 }
 
 // dtypeTotal accumulates one dtype's share.
@@ -108,7 +127,7 @@ type dtypeTotal struct {
 	params, bytes int64
 }
 
-func runInspect(w io.Writer, file string, fl inspectFlags) error {
+func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) error {
 	switch fl.sort {
 	case "offset", "name", "size":
 	default:
@@ -119,7 +138,7 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 			return usageError("--filter %q: %v", p, err)
 		}
 	}
-	f, err := openInspected(file)
+	f, err := openInspected(cmd, file)
 	if err != nil {
 		return err
 	}
@@ -146,6 +165,15 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 		d.bytes += f.bytes(t)
 	}
 
+	if fl.quiet {
+		var b strings.Builder
+		for _, t := range tensors {
+			b.WriteString(display(t.Name))
+			b.WriteByte('\n')
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	if fl.json {
 		out := inspectJSON{
 			File:              file,
@@ -160,6 +188,10 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 			ParametersByDType: map[string]int64{},
 			BytesByDType:      map[string]int64{},
 			Warnings:          f.Warnings,
+			Shards:            []shardJSON{},
+		}
+		for _, sh := range f.shards {
+			out.Shards = append(out.Shards, shardJSON{Name: sh.Name, Tensors: sh.Tensors, Parameters: sh.Parameters, Bytes: sh.Bytes})
 		}
 		for i, t := range tensors {
 			shape := t.Shape
@@ -168,9 +200,12 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 			}
 			out.Tensors[i] = tensorJSON{Name: t.Name, DType: t.DType.String(), Shape: shape,
 				Parameters: t.NumElements(), Bytes: f.bytes(t)}
-			if f.format == "safetensors" {
+			if f.offsets {
 				offs := t.DataOffsets
 				out.Tensors[i].DataOffsets = &offs
+			}
+			if f.shardOf != nil {
+				out.Tensors[i].Shard = f.shardOf[t.Name]
 			}
 		}
 		if out.Metadata == nil {
@@ -192,8 +227,13 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 	}
 
 	var b strings.Builder
-	if !fl.summary && len(tensors) > 0 {
-		writeTensorTable(&b, tensors, fl.long && f.format == "safetensors", f.bytes)
+	switch {
+	case fl.summary || len(tensors) == 0:
+	case fl.tree:
+		writeTree(&b, tensors)
+		b.WriteByte('\n')
+	default:
+		writeTensorTable(&b, tensors, fl.long && f.offsets, f.bytes)
 		b.WriteByte('\n')
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -202,9 +242,25 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 	b.Reset()
 
 	// Totals, like the Hub's "Model size: 8.03B params, Tensor type: BF16".
-	fmt.Fprintf(&b, "file        %s (%s)\n", display(file), humanBytes(f.fileSize))
-	if f.format != "safetensors" {
+	switch {
+	case f.format == "sharded":
+		fmt.Fprintf(&b, "model       %s: %s, %s of tensor data\n", display(file), plural(int64(len(f.shards)), "shard"), humanBytes(f.fileSize))
+		rows := [][]string{}
+		for _, sh := range f.shards {
+			rows = append(rows, []string{display(sh.Name), plural(int64(sh.Tensors), "tensor"), humanCount(sh.Parameters) + " params", humanBytes(sh.Bytes)})
+		}
+		writeColumns(&b, "  ", rows, []bool{false, true, true, true})
+	case f.dataSize > 0:
+		fmt.Fprintf(&b, "file        %s (%s, %s uncompressed, %.2f of the original)\n", display(file), humanBytes(f.fileSize), humanBytes(f.dataSize), float64(f.fileSize)/float64(f.dataSize))
+		fmt.Fprintf(&b, "format      %s: tensors and slices are read by decompressing only the frames that hold them\n", f.format)
+	default:
+		fmt.Fprintf(&b, "file        %s (%s)\n", display(file), humanBytes(f.fileSize))
+	}
+	if strings.HasPrefix(f.format, "pytorch-") {
 		fmt.Fprintf(&b, "format      PyTorch checkpoint (%s), read without running it; `safetensors convert` makes a safetensors file\n", strings.TrimPrefix(f.format, "pytorch-"))
+	}
+	for _, n := range f.notes {
+		fmt.Fprintf(&b, "note        %s\n", n)
 	}
 	if len(fl.filters) > 0 {
 		fmt.Fprintf(&b, "tensors     %s of %s match\n", groupDigits(int64(len(tensors))), groupDigits(int64(len(f.Tensors))))
@@ -232,7 +288,7 @@ func runInspect(w io.Writer, file string, fl inspectFlags) error {
 		b.WriteString("by dtype\n")
 		writeColumns(&b, "  ", rows, []bool{false, true, true, true, true})
 	}
-	if f.format == "safetensors" {
+	if f.headerSize > 0 {
 		fmt.Fprintf(&b, "header      %s bytes, data starts at byte %s\n", groupDigits(f.headerSize), groupDigits(8+f.headerSize))
 	}
 	if len(f.Metadata) > 0 {

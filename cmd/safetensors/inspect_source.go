@@ -1,95 +1,100 @@
 package main
 
 import (
-	"errors"
-	"os"
+	"cmp"
+	"slices"
 
 	"github.com/gosafetensors/safetensors"
-	"github.com/gosafetensors/safetensors/internal/sniff"
-	"github.com/gosafetensors/safetensors/torch"
+	"github.com/gosafetensors/safetensors/sharded"
+	"github.com/spf13/cobra"
 )
 
-// inspected is what inspect shows of a file: a safetensors header, or the
-// tensors of a PyTorch checkpoint described the same way.
+// inspected is what inspect shows of a location: a safetensors header, a
+// sharded model's shards, or the tensors converting a PyTorch checkpoint
+// would write, described the same way.
 type inspected struct {
-	format     string // "safetensors", "pytorch-zip", "pytorch-legacy"
-	fileSize   int64
-	headerSize int64
+	format     string // "safetensors", "safetensors (zstd)", "sharded", "pytorch-zip", "pytorch-legacy"
+	fileSize   int64  // bytes stored (all shards)
+	headerSize int64  // 0 unless one safetensors file
+	dataSize   int64  // uncompressed size of a compressed file, else 0
+	offsets    bool   // data_offsets are those of a file that exists
 	Tensors    []safetensors.TensorInfo
 	Metadata   map[string]string
 	Warnings   []string
-	nbytes     map[string]int64 // checkpoint tensors: bytes as stored (sub-byte dtypes aside, = Size)
+	shards     []sharded.ShardInfo
+	shardOf    map[string]string
+	notes      []string
 }
 
 // bytes returns a tensor's data size.
-func (f *inspected) bytes(t safetensors.TensorInfo) int64 {
-	if n, ok := f.nbytes[t.Name]; ok {
-		return n
-	}
-	return t.Size()
-}
+func (f *inspected) bytes(t safetensors.TensorInfo) int64 { return t.Size() }
 
-// openFileOrCheckpoint opens file as safetensors or, when it is not one
-// but looks like a PyTorch checkpoint, through the inert checkpoint reader.
-// Exactly one of the results is non-nil on success; errors carry the exit
-// status.
-func openFileOrCheckpoint(file string) (*safetensors.File, *torch.Checkpoint, error) {
-	f, err := safetensors.Open(file)
-	if err == nil {
-		return f, nil, nil
-	}
-	var fe *safetensors.FormatError
-	if !errors.As(err, &fe) || !looksLikeCheckpoint(file) {
-		return nil, nil, fileProblem(file, err)
-	}
-	c, err := torch.Open(file)
-	if err != nil {
-		return nil, nil, &exitError{Code: exitProblems, Err: err}
-	}
-	return nil, c, nil
-}
-
-// openInspected reads the safetensors header of file or, when the file is
-// a PyTorch checkpoint instead, lists its tensors without running it.
-func openInspected(file string) (*inspected, error) {
-	f, c, err := openFileOrCheckpoint(file)
+// openInspected opens a location through the opener and describes it.
+func openInspected(cmd *cobra.Command, loc string) (*inspected, error) {
+	m, err := openLocation(cmd, loc)
 	if err != nil {
 		return nil, err
 	}
-	if f != nil {
-		defer f.Close()
-		return &inspected{format: "safetensors", fileSize: f.FileSize(), headerSize: f.Size,
-			Tensors: f.Tensors, Metadata: f.Metadata, Warnings: f.Warnings}, nil
+	defer m.Close()
+	out := &inspected{Metadata: m.Meta()}
+	if m.Object != nil {
+		out.fileSize = m.Object.Size
 	}
-	defer c.Close()
-	out := &inspected{format: "pytorch-" + c.Format, nbytes: map[string]int64{}}
-	if st, err := os.Stat(file); err == nil {
-		out.fileSize = st.Size()
-	}
-	for _, e := range c.Entries {
-		if e.Tensor == nil {
-			continue
+	switch {
+	case m.File != nil:
+		out.format, out.offsets = "safetensors", true
+		out.headerSize = m.File.Size
+		out.Tensors = m.File.Tensors
+		out.Warnings = m.File.Warnings
+		if m.Compressed != nil {
+			out.format = "safetensors (" + m.Compressed.Format().String() + ")"
+			out.dataSize = m.Compressed.Size()
 		}
-		dt, ok := safetensors.ParseDType(e.Tensor.DType)
-		if !ok {
-			out.Warnings = append(out.Warnings, "tensor "+e.Name+": dtype "+e.Tensor.DType+" has no safetensors equivalent")
-			continue
+	case m.Sharded != nil:
+		out.format = "sharded"
+		out.shards = m.Sharded.Shards()
+		out.Warnings = m.Sharded.Warnings()
+		out.shardOf = map[string]string{}
+		rank := map[string]int{}
+		for i, s := range out.shards {
+			rank[s.Name] = i
+			out.fileSize += s.Bytes
 		}
-		out.Tensors = append(out.Tensors, safetensors.TensorInfo{Name: e.Name, DType: dt, Shape: e.Tensor.Shape})
-		out.nbytes[e.Name] = e.Tensor.NBytes()
+		for _, n := range m.Names() {
+			info, _ := m.Info(n)
+			out.Tensors = append(out.Tensors, info)
+			out.shardOf[n], _ = m.Sharded.ShardOf(n)
+		}
+		slices.SortStableFunc(out.Tensors, func(a, b safetensors.TensorInfo) int {
+			return cmp.Or(cmp.Compare(rank[out.shardOf[a.Name]], rank[out.shardOf[b.Name]]), cmp.Compare(a.DataOffsets[0], b.DataOffsets[0]))
+		})
+		if len(out.shards) == 1 {
+			out.format, out.offsets = "safetensors", true
+		}
+	case m.Checkpoint != nil:
+		ck := m.Checkpoint.Checkpoint()
+		out.format = "pytorch-" + ck.Format
+		rep := m.Checkpoint.Report()
+		for _, t := range rep.Tensors {
+			info, _ := m.Info(t.Name)
+			out.Tensors = append(out.Tensors, info)
+		}
+		if rep.Unwrapped != "" {
+			out.notes = append(out.notes, "names as convert writes them: the checkpoint's "+rep.Unwrapped+" entry, its prefix stripped")
+		}
+		if n := len(rep.Removed); n > 0 {
+			out.notes = append(out.notes, plural(int64(n), "tied alias")+" written once ("+display(rep.Removed[0].Name)+" = "+display(rep.Removed[0].Kept)+moreOf(n)+")")
+		}
+		if n := len(rep.Skipped); n > 0 {
+			out.notes = append(out.notes, plural(int64(n), "entry")+" not written (not tensors, or optimizer state)")
+		}
 	}
 	return out, nil
 }
 
-// looksLikeCheckpoint reports whether file starts like a torch zip or a
-// pickle (the legacy format starts with one).
-func looksLikeCheckpoint(file string) bool {
-	f, err := os.Open(file)
-	if err != nil {
-		return false
+func moreOf(n int) string {
+	if n <= 1 {
+		return ""
 	}
-	defer f.Close()
-	var b [4]byte
-	n, _ := f.Read(b[:])
-	return sniff.IsCheckpointPrefix(b[:n])
+	return ", ..."
 }
