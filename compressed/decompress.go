@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -28,17 +29,18 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 	if err != nil {
 		return nil, err
 	}
+	rec := &ioRecorder{r: src}
 	switch f {
 	case ZstdStream:
-		zr, err := zstd.NewReader(io.NewSectionReader(src, 0, size),
+		zr, err := zstd.NewReader(io.NewSectionReader(rec, 0, size),
 			zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(max(c.maxFrame, zstd.MinWindowSize))))
 		if err != nil {
 			return nil, err
 		}
 		defer zr.Close()
-		return copyStream(dst, zr, f, size, c)
+		return copyStream(dst, zr, rec, f, size, c)
 	case LZ4Stream:
-		return copyStream(dst, lz4.NewReader(io.NewSectionReader(src, 0, size)), f, size, c)
+		return copyStream(dst, lz4.NewReader(io.NewSectionReader(rec, 0, size)), rec, f, size, c)
 	}
 	ra, err := newReaderAt(src, size, c)
 	if err != nil {
@@ -82,7 +84,7 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 
 // copyStream decompresses a plain stream; errors in the data become
 // ErrCorrupt (or ErrChecksum), write errors stay as they are.
-func copyStream(dst io.Writer, r io.Reader, f Format, size int64, c config) (*Result, error) {
+func copyStream(dst io.Writer, r io.Reader, rec *ioRecorder, f Format, size int64, c config) (*Result, error) {
 	var done int64
 	buf := make([]byte, 1<<20)
 	for {
@@ -103,6 +105,9 @@ func copyStream(dst io.Writer, r io.Reader, f Format, size int64, c config) (*Re
 			break
 		}
 		if rerr != nil {
+			if err := rec.failed(); err != nil {
+				return nil, fmt.Errorf("reading %s: %w", f, err)
+			}
 			var sentinel error = ErrCorrupt
 			if errors.Is(rerr, zstd.ErrCRCMismatch) || errors.Is(rerr, lz4.ErrInvalidFrameChecksum) || errors.Is(rerr, lz4.ErrInvalidBlockChecksum) {
 				sentinel = ErrChecksum
@@ -111,4 +116,31 @@ func copyStream(dst io.Writer, r io.Reader, f Format, size int64, c config) (*Re
 		}
 	}
 	return &Result{Format: f, Size: done, Compressed: size}, nil
+}
+
+// ioRecorder remembers the first error of the underlying reader (other
+// than io.EOF), so that a stream decoder's failure caused by I/O is
+// reported as the I/O error it is, not as corrupt data.
+type ioRecorder struct {
+	r   io.ReaderAt
+	mu  sync.Mutex
+	err error
+}
+
+func (r *ioRecorder) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.r.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = err
+		}
+		r.mu.Unlock()
+	}
+	return n, err
+}
+
+func (r *ioRecorder) failed() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }

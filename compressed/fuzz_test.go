@@ -22,7 +22,7 @@ func FuzzSeekTable(f *testing.F) {
 	f.Add(appendSeekTable([]byte{1, 2, 3}, []frame{{clen: 3, ulen: 10, sum: 1, hasSum: true}}, true))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const maxFrame = 1 << 20
-		frames, usize, err := readSeekTable(bytes.NewReader(data), int64(len(data)), maxFrame)
+		frames, usize, err := readSeekTable(bytes.NewReader(data), int64(len(data)), maxFrame, DefaultMaxFrames)
 		if err != nil {
 			return
 		}

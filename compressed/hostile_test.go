@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -97,7 +98,9 @@ func TestHostileSeekTable(t *testing.T) {
 			}), ErrCorrupt, nil},
 			{"frames overrun the table", mutate(func(b []byte) { le.PutUint32(b[entries:], le.Uint32(b[entries:])+100) }), ErrCorrupt, nil},
 			{"zero compressed size", mutate(func(b []byte) { le.PutUint32(b[entries:], 0) }), ErrCorrupt, nil},
-			{"2^32-1 frames", mutate(func(b []byte) { le.PutUint32(b[len(b)-9:], 0xFFFFFFFF) }), ErrCorrupt, nil},
+			{"2^32-1 frames", mutate(func(b []byte) { le.PutUint32(b[len(b)-9:], 0xFFFFFFFF) }), ErrLimit, nil},
+			{"more frames than the file holds", mutate(func(b []byte) { le.PutUint32(b[len(b)-9:], 1<<20) }), ErrCorrupt, nil},
+			{"more frames than allowed", good, ErrLimit, []Option{WithMaxFrames(2)}},
 			{"reserved descriptor bits", mutate(func(b []byte) { b[len(b)-5] |= 0x04 }), ErrCorrupt, nil},
 			{"skippable frame size wrong", mutate(func(b []byte) { le.PutUint32(b[entries-4:], le.Uint32(b[entries-4:])+1) }), ErrCorrupt, nil},
 			{"byte flipped in a frame", mutate(func(b []byte) { b[entries/2] ^= 0x10 }), ErrCorrupt, nil},
@@ -325,5 +328,23 @@ func TestMaxSize(t *testing.T) {
 	}
 	if got, err := decompressBytes(comp, WithMaxSize(int64(len(orig)))); err != nil || !bytes.Equal(got, orig) {
 		t.Errorf("at the limit: %v", err)
+	}
+}
+
+// TestStreamIOErrorStaysIOError: an I/O failure under a plain stream is
+// returned as that error, not as corrupt data.
+func TestStreamIOErrorStaysIOError(t *testing.T) {
+	var fb bytes.Buffer
+	zw, _ := zstd.NewWriter(&fb)
+	zw.Write(f32Bytes(genWeights(1, 1<<18))) // 1 MiB that compresses little
+	zw.Close()
+	if fb.Len() < 64<<10 {
+		t.Fatalf("test stream of %d bytes is too small", fb.Len())
+	}
+	boom := errors.New("network gone")
+	fr := &failingReader{r: bytes.NewReader(fb.Bytes()), after: int64(fb.Len()) / 2, err: boom}
+	_, err := Decompress(io.Discard, fr, int64(fb.Len()))
+	if !errors.Is(err, boom) || errors.Is(err, ErrCorrupt) {
+		t.Errorf("error %v: want the I/O error, not a format error", err)
 	}
 }

@@ -22,6 +22,7 @@ const (
 	MaxFrameSize        = 64 << 20 // largest frame size accepted by WithFrameSize
 	DefaultMaxFrameSize = 64 << 20 // largest frame a reader decompresses by default
 	DefaultCacheFrames  = 8        // decompressed frames a ReaderAt keeps
+	DefaultMaxFrames    = 1 << 22  // frames a seek table may list (4 TiB at 1 MiB frames)
 )
 
 type config struct {
@@ -35,6 +36,7 @@ type config struct {
 	cacheFrames int
 	overwrite   bool
 	maxSize     int64 // -1: no limit
+	maxFrames   int64
 }
 
 // Option configures [Compress], [Decompress], [NewReaderAt] and the file
@@ -50,6 +52,7 @@ func buildConfig(opts []Option) (config, error) {
 		maxFrame:    DefaultMaxFrameSize,
 		cacheFrames: DefaultCacheFrames,
 		maxSize:     -1,
+		maxFrames:   DefaultMaxFrames,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -168,6 +171,19 @@ func WithMaxSize(n int64) Option {
 			return optErr("max size %d is negative", n)
 		}
 		o.maxSize = n
+		return nil
+	}
+}
+
+// WithMaxFrames caps the number of frames a seek table may list (default
+// [DefaultMaxFrames]); the table is refused before it is read if it claims
+// more, so its memory stays bounded whatever the file says.
+func WithMaxFrames(n int64) Option {
+	return func(o *config) error {
+		if n < 1 || n > maxSeekEntries {
+			return optErr("max frames %d out of range 1..%d", n, int64(maxSeekEntries))
+		}
+		o.maxFrames = n
 		return nil
 	}
 }

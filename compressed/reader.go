@@ -78,7 +78,7 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 	case ZstdStream, LZ4Stream:
 		return nil, newErr(ErrNotSeekable, -1, -1, "%s: a plain stream without a seek table allows no random access; decompress it first (safetensors decompress), or recompress it with safetensors compress", f)
 	case ZstdSeekable, LZ4Seekable:
-		frames, usize, err := readSeekTable(r, size, c.maxFrame)
+		frames, usize, err := readSeekTable(r, size, c.maxFrame, c.maxFrames)
 		if err != nil {
 			return nil, err
 		}

@@ -79,8 +79,9 @@ func hasSeekFooter(r io.ReaderAt, size int64) (bool, error) {
 // readSeekTable reads and validates the seek table at the end of r: the
 // frames must exactly fill the bytes before the table, each must decompress
 // to at most maxFrame bytes, and the totals must not overflow. It returns
-// the frames with their offsets and the uncompressed size.
-func readSeekTable(r io.ReaderAt, size int64, maxFrame int64) ([]frame, int64, error) {
+// the frames with their offsets and the uncompressed size. At most
+// maxFrames entries are read.
+func readSeekTable(r io.ReaderAt, size int64, maxFrame, maxFrames int64) ([]frame, int64, error) {
 	if size < seekHeaderSize+seekFooterSize {
 		return nil, 0, newErr(ErrCorrupt, -1, 0, "file of %d bytes is too small for a seek table", size)
 	}
@@ -100,6 +101,9 @@ func readSeekTable(r io.ReaderAt, size int64, maxFrame int64) ([]frame, int64, e
 	es := int64(8)
 	if desc&checksumFlag != 0 {
 		es = 12
+	}
+	if n > maxFrames {
+		return nil, 0, newErr(ErrLimit, -1, footOff, "seek table lists %d frames, more than the limit of %d", n, maxFrames)
 	}
 	tableLen := seekHeaderSize + n*es + seekFooterSize // n < 2^32: no overflow
 	if tableLen > size {
