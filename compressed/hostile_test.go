@@ -304,8 +304,9 @@ type failingReader struct {
 	err   error
 }
 
+// ReadAt fails every read that touches bytes [after, after+1024).
 func (f *failingReader) ReadAt(p []byte, off int64) (int, error) {
-	if off+int64(len(p)) > f.after && off < f.after {
+	if off+int64(len(p)) > f.after && off < f.after+1024 {
 		return 0, f.err
 	}
 	return f.r.ReadAt(p, off)
