@@ -50,8 +50,8 @@ func Merge(ctx context.Context, src safetensors.Source, out string, opts ...Writ
 		return nil, fmt.Errorf("%s: writing %s: %w", sourceName(src), out, err)
 	}
 	res := &Result{Files: []string{out}, Bytes: c.total}
-	if m, ok := src.(*Model); ok {
-		res.Warnings = m.Warnings()
+	if w, ok := src.(interface{ Warnings() []string }); ok {
+		res.Warnings = w.Warnings()
 	}
 	return res, nil
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/gosafetensors/safetensors"
 )
@@ -145,11 +144,11 @@ func (d *DirOpener) OpenShard(ctx context.Context, name string) (safetensors.Sou
 
 // localShard is a shard in a local file: a mapped [safetensors.File] (or a
 // pread Reader) for tensors, and the file itself, for copying its bytes to
-// another file inside the kernel (copy_file_range).
+// another file inside the kernel (copy_file_range) and for verifying with
+// pread.
 type localShard struct {
 	safetensors.Source
-	f  *os.File
-	mu sync.Mutex // guards f's offset during copies
+	f *os.File
 }
 
 // openLocal takes ownership of f. The mapping is made from f itself, not

@@ -153,8 +153,8 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 		}
 	}
 	res := &Result{Files: paths, Bytes: c.total}
-	if m, ok := src.(*Model); ok {
-		res.Warnings = m.Warnings()
+	if w, ok := src.(interface{ Warnings() []string }); ok {
+		res.Warnings = w.Warnings()
 	}
 	if len(plan) > 1 {
 		f, err := writeIndexTemp(idx, paths[len(paths)-1])

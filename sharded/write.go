@@ -35,24 +35,32 @@ type copier struct {
 	buf   []byte // generic-path copy buffer, allocated on first use
 }
 
-// local returns the local file holding tensor name and the tensor's
-// absolute offset in it, when the source is a local model.
-func (c *copier) local(t *safetensors.Tensor) (*localShard, int64, bool) {
-	var ls *localShard
-	switch s := c.src.(type) {
-	case *Model:
-		l, ok := s.tensors[t.Name]
-		if !ok {
-			return nil, 0, false
-		}
-		ls, _ = s.shards[l.shard].src.(*localShard)
-	case *localShard:
-		ls = s
-	}
-	if ls == nil || t.Offset() < 0 {
+// FileBacked is implemented by sources whose tensors are bytes of local
+// files (a [Model] opened from disk). [Split] and [Merge] then copy them
+// with copy_file_range on Linux, inside the kernel; any other source is
+// copied through a buffer.
+type FileBacked interface {
+	// TensorFile returns the open file holding the named tensor and the
+	// absolute offset of the tensor's first byte in it. The file is only
+	// read at explicit offsets, never seeked, so it may be shared.
+	TensorFile(name string) (f *os.File, off int64, ok bool)
+}
+
+// TensorFile implements [FileBacked] for shards opened from local files.
+func (m *Model) TensorFile(name string) (*os.File, int64, bool) {
+	l, ok := m.tensors[name]
+	if !ok {
 		return nil, 0, false
 	}
-	return ls, t.Offset(), true
+	ls, ok := m.shards[l.shard].src.(*localShard)
+	if !ok {
+		return nil, 0, false
+	}
+	t, err := ls.Tensor(name)
+	if err != nil || t.Offset() < 0 {
+		return nil, 0, false
+	}
+	return ls.f, t.Offset(), true
 }
 
 func (c *copier) report(n int64) {
@@ -103,8 +111,13 @@ func (c *copier) copyTensor(out *os.File, info safetensors.TensorInfo) error {
 	if t.Size() != size {
 		return fmt.Errorf("tensor %q: the source now says %d bytes, it said %d", info.Name, t.Size(), size)
 	}
-	if ls, off, ok := c.local(t); ok {
-		return c.copyLocal(out, ls, off, t)
+	if fb, ok := c.src.(FileBacked); ok {
+		if f, off, ok := fb.TensorFile(info.Name); ok {
+			done, err := c.copyFile(out, f, off, t)
+			if err != nil || done {
+				return err
+			}
+		}
 	}
 	if c.buf == nil {
 		c.buf = make([]byte, min(chunk, max(size, 1)))
@@ -130,31 +143,29 @@ func (c *copier) copyTensor(out *os.File, info safetensors.TensorInfo) error {
 	return nil
 }
 
-// copyLocal copies with io.CopyN from the shard's *os.File into out, which
-// the standard library turns into copy_file_range on Linux (no copy
-// through user space; a reflink on file systems that share extents).
-func (c *copier) copyLocal(out *os.File, ls *localShard, off int64, t *safetensors.Tensor) error {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if _, err := ls.f.Seek(off, io.SeekStart); err != nil {
-		return err
-	}
+// copyFile copies the tensor's bytes from f at off with copy_file_range,
+// in chunks so that cancellation and progress are seen. done is false when
+// the kernel cannot copy between these files and nothing was copied.
+func (c *copier) copyFile(out, f *os.File, off int64, t *safetensors.Tensor) (done bool, err error) {
 	size := t.Size()
 	for pos := int64(0); pos < size; {
 		if err := c.ctx.Err(); err != nil {
-			return err
+			return true, err
 		}
-		n, err := io.CopyN(out, ls.f, min(chunk*4, size-pos))
+		n, ok, err := copyRange(out, f, off+pos, min(chunk*4, size-pos))
+		if !ok {
+			if pos == 0 {
+				return false, nil
+			}
+			err = errors.New("copy_file_range stopped working")
+		}
 		pos += n
 		c.report(n)
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return fmt.Errorf("%s: tensor %q: reading at byte %d: %w", ls.f.Name(), t.Name, off+pos, err)
+			return true, fmt.Errorf("%s: tensor %q: copying at byte %d: %w", f.Name(), t.Name, off+pos, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // verify reads the file just written back through a fresh header parse and
@@ -180,8 +191,10 @@ func (c *copier) verify(out *os.File, path string, want *safetensors.Header) err
 		}
 		var srcAt io.ReaderAt = src
 		var base int64
-		if ls, off, ok := c.local(src); ok {
-			srcAt, base = ls.f, off
+		if fb, ok := c.src.(FileBacked); ok {
+			if f, off, ok := fb.TensorFile(info.Name); ok {
+				srcAt, base = f, off // pread: a fresh read, not the mapping
+			}
 		}
 		for pos := int64(0); pos < info.Size(); {
 			if err := c.ctx.Err(); err != nil {
