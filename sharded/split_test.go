@@ -274,3 +274,29 @@ func TestMergeRefusesExisting(t *testing.T) {
 		}
 	}
 }
+
+// A Model over local files says where each tensor's bytes are, and they
+// are the tensor's bytes.
+func TestModelTensorFile(t *testing.T) {
+	m, err := Open(context.Background(), twoShardDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var fb FileBacked = m
+	for _, n := range m.Names() {
+		f, off, ok := fb.TensorFile(n)
+		if !ok {
+			t.Fatalf("%s: not file-backed", n)
+		}
+		tn, _ := m.Tensor(n)
+		want, _ := tn.Copy()
+		got := make([]byte, len(want))
+		if _, err := f.ReadAt(got, off); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: bytes at %d are %v, want %v (%v)", n, off, got, want, err)
+		}
+	}
+	if _, _, ok := fb.TensorFile("nope"); ok {
+		t.Error("missing tensor is file-backed")
+	}
+}
