@@ -25,8 +25,9 @@ type Stats struct {
 	Decoded bool
 	// Min, Max, Mean and Std (the population standard deviation, dividing
 	// by the count) are over the finite values only, in float64; NaN when
-	// there are none. Std is +Inf when the spread of the values exceeds
-	// float64's range (F64 values near ±1.8e308).
+	// there are none. Values whose deviations overflow float64 (F64 near
+	// ±1.8e308) are summarised again scaled down, so Std is +Inf only if
+	// it exceeds float64's range itself.
 	Min, Max, Mean, Std float64
 	// Finite counts the finite values, Zeros those equal to zero (either
 	// sign).
@@ -133,6 +134,13 @@ send:
 			a.merge(p)
 		}
 		out[i] = finish(t, a)
+		if a.n > 0 && (math.IsInf(a.m2, 0) || math.IsNaN(a.m2) || math.IsInf(a.mean, 0)) {
+			// Deviations too large for float64 (F64 values near
+			// ±1.8e308): summarise again with every value scaled down.
+			if err := rescaled(ctx, t, &out[i], chunk); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }
@@ -155,8 +163,32 @@ func summarise(t *safetensors.Tensor, buf []byte, bl *blocks, off, end int64) (a
 
 // blocks holds one worker's decode buffers.
 type blocks struct {
-	f32 []float32
-	f64 []float64
+	f32   []float32
+	f64   []float64
+	scale float64 // 0, or the factor every value is multiplied by
+}
+
+// hugeScale brings float64 values near the top of the range down far
+// enough that squares of their differences fit, keeping the significant
+// ones normal.
+const hugeScale = 0x1p-600
+
+// rescaled recomputes s's mean and standard deviation from t's values
+// times hugeScale, on one worker, and scales them back: the standard
+// deviation is then +Inf only if it truly exceeds float64's range.
+func rescaled(ctx context.Context, t *safetensors.Tensor, s *Stats, chunk int64) error {
+	bl := &blocks{f32: make([]float32, block), f64: make([]float64, block), scale: hugeScale}
+	buf := make([]byte, min(chunk, max(t.Size(), 1)))
+	b, err := summarise(t, buf, bl, 0, t.Size())
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.Mean = b.mean / hugeScale
+	s.Std = math.Sqrt(b.m2/float64(b.n)) / hugeScale
+	return nil
 }
 
 // narrow lists the dtypes whose values float32 holds exactly: they are
@@ -175,6 +207,9 @@ func (bl *blocks) add(a *acc, dt safetensors.DType, b []byte) error {
 		nf, err := CountNonFinite(dt, b)
 		a.nf.Add(nf)
 		return err
+	}
+	if bl.scale != 0 {
+		return bl.addScaled(a, dt, b)
 	}
 	if v, ok := view[float32](dt == safetensors.F32, b); ok {
 		for len(v) > 0 {
@@ -216,6 +251,32 @@ func (bl *blocks) add(a *acc, dt safetensors.DType, b []byte) error {
 		v := bl.f64[:n]
 		if err := safetensors.DecodeFloat64(v, p, dt); err != nil {
 			return err
+		}
+		addBlock(a, v)
+	}
+	return nil
+}
+
+// addScaled is add with every value multiplied by bl.scale first.
+func (bl *blocks) addScaled(a *acc, dt safetensors.DType, b []byte) error {
+	per := dt.Size()
+	step := block * per
+	if per == 0 {
+		step = block / 2
+	}
+	for len(b) > 0 {
+		p := b[:min(step, len(b))]
+		b = b[len(p):]
+		n, err := safetensors.ElementCount(dt, len(p))
+		if err != nil {
+			return err
+		}
+		v := bl.f64[:n]
+		if err := safetensors.DecodeFloat64(v, p, dt); err != nil {
+			return err
+		}
+		for i := range v {
+			v[i] *= bl.scale
 		}
 		addBlock(a, v)
 	}

@@ -199,8 +199,9 @@ func TestNumericallySound(t *testing.T) {
 	big := []float64{math.MaxFloat64, math.MaxFloat64, -math.MaxFloat64 / 2}
 	x, _ = safetensors.FromSlice("big", []int64{3}, big)
 	got, _ = stats.Tensor(context.Background(), x)
-	if got.Finite != 3 || got.Max != math.MaxFloat64 || math.IsInf(got.Mean, 0) || math.IsNaN(got.Mean) {
-		t.Errorf("huge values: %+v", got)
+	want = naive(big)
+	if got.Finite != 3 || got.Max != math.MaxFloat64 || !near(got.Mean, want.Mean, 1e-15) || !near(got.Std, want.Std, 1e-15) || math.IsInf(got.Std, 0) {
+		t.Errorf("huge values: %+v, want mean %v std %v", got, want.Mean, want.Std)
 	}
 }
 
@@ -270,13 +271,6 @@ func TestStatsEveryDTypeAgreesWithCount(t *testing.T) {
 		data := make([]byte, nbytes)
 		for i := range data {
 			data[i] = byte(rng.Uint32())
-		}
-		if dt == safetensors.F64 {
-			// Keep exponents moderate: a spread beyond float64's range
-			// makes the variance overflow (documented).
-			for i := 7; i < len(data); i += 8 {
-				data[i] = data[i]&0x80 | 0x40 | data[i]&0x0F
-			}
 		}
 		shape := []int64{int64(n)}
 		x := safetensors.NewTensorBytes(safetensors.TensorInfo{Name: dt.String(), DType: dt, Shape: shape, DataOffsets: [2]int64{0, int64(nbytes)}}, data, "")

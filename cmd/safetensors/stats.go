@@ -16,15 +16,11 @@ import (
 
 func init() { register(newStatsCmd) }
 
-// openInput opens a location for stats, diff and estimate as a Source.
-// TODO(lead): switch to openSource(cmd, location) from open.go once it
-// lands, to accept checkpoints, shards and remote locations too.
-func openInput(_ *cobra.Command, location string) (safetensors.Source, error) {
-	f, err := safetensors.Open(location)
-	if err != nil {
-		return nil, fileProblem(location, err)
-	}
-	return f, nil
+// openInput opens a location for stats, diff and estimate as a Source:
+// a file, a sharded model, a PyTorch checkpoint (read inertly), a remote or
+// compressed file, through the CLI's one opener.
+func openInput(cmd *cobra.Command, location string) (safetensors.Source, error) {
+	return openSource(cmd, location)
 }
 
 func newStatsCmd() *cobra.Command {

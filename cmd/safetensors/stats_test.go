@@ -121,3 +121,30 @@ func TestValidateFullCountsF8(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsAndDiffOnCheckpoint runs on a PyTorch checkpoint through the
+// opener: its statistics equal those of its conversion, and diff finds
+// them equal.
+func TestStatsAndDiffOnCheckpoint(t *testing.T) {
+	_, pt, errPT := runCLI(t, "stats", "--json", torchDir+"dtypes.pt")
+	_, st, errST := runCLI(t, "stats", "--json", torchDir+"dtypes.safetensors")
+	if pt != st || pt == "" {
+		t.Errorf("checkpoint and conversion differ:\n%s\n%s\n%s%s", pt, st, errPT, errST)
+	}
+	var got []statsJSON
+	if err := json.Unmarshal([]byte(pt), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range got {
+		// The fixture stores NaN, ±Inf, -0 and subnormals in f32.
+		if s.Name == "f32" && (s.NaN != 1 || s.PosInf != 1 || s.NegInf != 1 || s.Zeros != 2) {
+			t.Errorf("f32: %+v", s)
+		}
+		if s.Name == "f64" && s.Std == nil {
+			t.Errorf("f64 std overflowed: %+v", s)
+		}
+	}
+	if code, out, errOut := runCLI(t, "diff", torchDir+"dtypes.pt", torchDir+"dtypes.safetensors", "--ignore-metadata"); code != 0 {
+		t.Errorf("diff checkpoint conversion: exit %d\n%s%s", code, out, errOut)
+	}
+}
