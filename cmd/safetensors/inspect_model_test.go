@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,5 +55,31 @@ func TestInspectCheckpointShowsConvertNames(t *testing.T) {
 	_, want, _ := runCLI(t, "inspect", "-q", torchDir+"checkpoint_model_key.safetensors")
 	if out != want {
 		t.Fatalf("checkpoint names:\n%s\nconverted file names:\n%s", out, want)
+	}
+}
+
+func TestValidateShardedModelAttacks(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "model")
+	if code, _, errOut := runCLI(t, "split", torchDir+"tiny_transformer.safetensors", dir, "--max-shard-size", "2KB"); code != 0 {
+		t.Fatalf("split: exit %d %s", code, errOut)
+	}
+	index := filepath.Join(dir, "model.safetensors.index.json")
+	if code, out, errOut := runCLI(t, "validate", index); code != 0 || !strings.HasPrefix(out, "ok ") {
+		t.Fatalf("validate index: exit %d %s %s", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "validate", "-q", dir); code != 0 || out != "" {
+		t.Fatalf("validate dir: exit %d %s", code, out)
+	}
+	b, _ := os.ReadFile(index)
+	for _, evil := range []string{"../model-00001-of-00004.safetensors", "/etc/passwd", "https://example.com/x.safetensors"} {
+		bad := strings.Replace(string(b), `"model-00001-of-`, `"`+strings.TrimSuffix(evil, "model-00001-of-00004.safetensors")+`model-00001-of-`, 1)
+		if strings.HasPrefix(evil, "/") || strings.Contains(evil, "://") {
+			bad = strings.Replace(string(b), `"model-00001-of-00004.safetensors"`, `"`+evil+`"`, 1)
+		}
+		os.WriteFile(index, []byte(bad), 0o644)
+		code, out, errOut := runCLI(t, "validate", index)
+		if code != 1 || !strings.Contains(out, "FAIL") {
+			t.Errorf("index naming %s: exit %d\n%s%s", evil, code, out, errOut)
+		}
 	}
 }

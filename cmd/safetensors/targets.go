@@ -21,8 +21,10 @@ var modelExts = []string{".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".sa
 // expandTargets turns one command-line location into the locations to check:
 // a file or object as it is (whatever its name), a local directory walked
 // recursively (symbolic links not followed), a bucket prefix (ending in
-// '/') listed. keep, if not nil, filters walked names further.
-func expandTargets(ctx context.Context, loc string, keep func(name string) bool) ([]string, error) {
+// '/') listed. want, if not nil, picks the walked and listed names to
+// check; by default every object of a bucket prefix is checked, and in a
+// directory the files with a model's extension or a model's content.
+func expandTargets(ctx context.Context, loc string, want func(name string) bool) ([]string, error) {
 	if source.KindOf(loc) == source.Bucket && strings.HasSuffix(loc, "/") {
 		objs, err := blobstore.List(ctx, loc)
 		if err != nil {
@@ -30,7 +32,7 @@ func expandTargets(ctx context.Context, loc string, keep func(name string) bool)
 		}
 		var out []string
 		for _, o := range objs {
-			if keep == nil || keep(o.Key) {
+			if want == nil || want(o.URL) {
 				out = append(out, o.URL)
 			}
 		}
@@ -51,10 +53,13 @@ func expandTargets(ctx context.Context, loc string, keep func(name string) bool)
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		if keep != nil && !keep(path) {
-			return nil
+		ok := false
+		if want != nil {
+			ok = want(path)
+		} else {
+			ok = slices.Contains(modelExts, strings.ToLower(filepath.Ext(path))) || looksLikeModel(path)
 		}
-		if slices.Contains(modelExts, strings.ToLower(filepath.Ext(path))) || looksLikeModel(path) {
+		if ok {
 			files = append(files, path)
 		}
 		return nil

@@ -1,18 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/sniff"
+	"github.com/gosafetensors/safetensors/source"
 	"github.com/spf13/cobra"
 )
 
@@ -27,8 +27,8 @@ type validateFlags struct {
 func newValidateCmd() *cobra.Command {
 	var fl validateFlags
 	cmd := &cobra.Command{
-		Use:   "validate FILE|DIR...",
-		Short: "Check that files are valid safetensors files and explain what is wrong",
+		Use:   "validate LOCATION...",
+		Short: "Check safetensors files and sharded models, and explain what is wrong",
 		Long: `Validate checks each file's header the way Hugging Face's reference
 implementation does (plus duplicate keys, which it rejects), and prints one
 line per file: "ok", "FAIL" with the problem (file, tensor, byte offset and
@@ -36,8 +36,14 @@ the reference's error variant), or "ERR" when the file could not be read.
 When a file is not a safetensors file at all, a hint says what it is: a
 truncated download, an HTML or JSON error page, a Git LFS pointer, a
 PyTorch checkpoint, a compressed file. Warnings (unknown fields in the
-header) are printed as "warn" lines. A directory is searched recursively
-for *.safetensors files.
+header) are printed as "warn" lines.
+
+LOCATION is a file, a URL (http(s)://, hf://, s3://, gs://, azblob://), a
+sharded model's index (every check of a sharded model: shard names plain and
+inside the folder, every tensor in the shard the index names and in no
+other, no shard tensor missing from the index), a directory (searched
+recursively for *.safetensors files and indexes) or a bucket prefix ending
+in '/' (every object listed). Files are recognised by content.
 
 Only headers are read unless --full is given, so checking a 100 GB model is
 instant. --full also reads all tensor data, proving the file readable end
@@ -50,7 +56,7 @@ could not be read.`,
   safetensors validate --json models/ | jq '.[] | select(.valid | not)'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runValidate(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, fl)
+			return runValidate(cmd, cmd.OutOrStdout(), cmd.ErrOrStderr(), args, fl)
 		},
 	}
 	f := cmd.Flags()
@@ -98,35 +104,37 @@ const (
 	statusUnreadable = "unreadable"
 )
 
-func runValidate(stdout, stderr io.Writer, args []string, fl validateFlags) error {
+func runValidate(cmd *cobra.Command, stdout, stderr io.Writer, args []string, fl validateFlags) error {
+	ctx := cmdContext(cmd)
 	var results []validateResult
-	code := exitOK
+	invalid, unreadable := false, false
+	record := func(r validateResult) {
+		switch r.Status {
+		case statusInvalid:
+			invalid = true
+		case statusUnreadable:
+			unreadable = true
+		}
+		if fl.json {
+			results = append(results, r)
+		} else {
+			printResult(stdout, &r, fl.quiet)
+			flush(stdout)
+		}
+	}
 	for _, arg := range args {
-		files, err := expandArg(arg)
+		files, err := expandTargets(ctx, arg, validateWanted)
+		if err == nil && len(files) == 0 {
+			err = &source.IOError{Location: arg, Op: "list", Err: errors.New("no *.safetensors files here")}
+		}
 		if err != nil {
-			files = nil
 			r := validateResult{File: arg}
 			r.setUnreadable(err)
-			results = append(results, r)
-			code = max(code, exitNoCheck)
-			if !fl.json {
-				printResult(stdout, &r, fl.quiet)
-			}
+			record(r)
+			continue
 		}
 		for _, file := range files {
-			r := validateFile(file, fl.full, stderr)
-			switch r.Status {
-			case statusInvalid:
-				code = max(code, exitProblems)
-			case statusUnreadable:
-				code = max(code, exitNoCheck)
-			}
-			if fl.json {
-				results = append(results, r)
-			} else {
-				printResult(stdout, &r, fl.quiet)
-				flush(stdout)
-			}
+			record(validateOne(ctx, file, fl.full, stderr))
 		}
 	}
 	if fl.json {
@@ -140,67 +148,126 @@ func runValidate(stdout, stderr io.Writer, args []string, fl validateFlags) erro
 			return err
 		}
 	}
-	if code != exitOK {
+	if code := exitCodeFor(invalid, unreadable); code != exitOK {
 		return &exitError{Code: code}
 	}
 	return nil
 }
 
-// expandArg returns arg itself, or for a directory the *.safetensors files
-// under it, sorted.
-func expandArg(arg string) ([]string, error) {
-	st, err := os.Stat(arg)
-	if err != nil || !st.IsDir() {
-		return []string{arg}, nil // validateFile reports the error
+// validateWanted picks, in a directory or bucket prefix, what validate
+// checks: safetensors files and sharded-model indexes, by name or content.
+func validateWanted(name string) bool {
+	lower := strings.ToLower(name)
+	if strings.HasSuffix(lower, ".safetensors") || strings.HasSuffix(lower, ".safetensors.index.json") {
+		return true
 	}
-	var files []string
-	err = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".safetensors") {
-			files = append(files, p)
-		}
-		return nil
-	})
+	if source.KindOf(name) != source.LocalPath {
+		return false
+	}
+	f, err := os.Open(name)
 	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: no *.safetensors files in this directory", arg)
-	}
-	slices.Sort(files)
-	return files, nil
-}
-
-func validateFile(file string, full bool, stderr io.Writer) validateResult {
-	r := validateResult{File: file, Warnings: []string{}}
-	f, err := os.Open(file)
-	if err != nil {
-		r.setUnreadable(err)
-		return r
+		return false
 	}
 	defer f.Close()
+	b := make([]byte, source.PrefixSize)
+	n, _ := io.ReadFull(f, b)
 	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	format, _ := source.Detect(b[:n], st.Size())
+	return format == source.Safetensors
+}
+
+// validateOne checks one location: a safetensors file (plain, compressed
+// or remote) against the reference's rules, or a sharded model's index
+// with every check of a sharded model (shards present, names plain, every
+// tensor where the index says and nowhere else).
+func validateOne(ctx context.Context, loc string, full bool, stderr io.Writer) validateResult {
+	r := validateResult{File: loc, Warnings: []string{}}
+	o, err := source.Open(ctx, loc)
 	if err != nil {
 		r.setUnreadable(err)
 		return r
 	}
-	if st.IsDir() {
-		r.setUnreadable(fmt.Errorf("%s: is a directory", file))
+	defer o.Close()
+	if o.Format == source.Directory {
+		r.setUnreadable(fmt.Errorf("%s: is a directory", loc))
 		return r
 	}
-	size := st.Size()
+	size := o.Size
 	r.FileSize = &size
-	rd, err := safetensors.NewReader(f, size, safetensors.WithName(file))
-	if err != nil {
-		var fe *safetensors.FormatError
-		if !errors.As(err, &fe) {
-			r.setUnreadable(err)
+	var rd *safetensors.Reader
+	switch o.Format {
+	case source.Index, source.Compressed:
+		m, err := o.Model(ctx)
+		if err != nil {
+			r.setError(err)
 			return r
 		}
-		r.Status = statusInvalid
-		r.Error = ptr(err.Error())
+		o = nil // the model owns it
+		defer m.Close()
+		if m.File != nil {
+			rd = m.File
+			break
+		}
+		r.Status, r.Valid = statusOK, true
+		var data int64
+		for _, n := range m.Names() {
+			info, _ := m.Info(n)
+			data += info.Size()
+		}
+		r.TensorCount, r.DataBytes = ptr(len(m.Names())), ptr(data)
+		r.Warnings = append(r.Warnings, m.Sharded.Warnings()...)
+		if full {
+			warns, err := readAllData(m, loc, data, stderr)
+			if err != nil {
+				r.setError(err)
+				return r
+			}
+			r.Warnings = append(r.Warnings, warns...)
+		}
+		return r
+	default:
+		rd, err = safetensors.NewReader(o, o.Size, safetensors.WithName(loc))
+		if err != nil {
+			r.setError(err)
+			if r.Hint == nil {
+				if h := sniff.Explain(o, o.Size, err); h != "" {
+					r.Hint = ptr(h)
+				}
+			}
+			return r
+		}
+	}
+	r.Status, r.Valid = statusOK, true
+	r.TensorCount = ptr(len(rd.Tensors))
+	r.DataBytes = ptr(rd.DataSize())
+	r.Warnings = append(r.Warnings, rd.Warnings...)
+	if full {
+		warns, err := readAllData(rd, loc, rd.DataSize(), stderr)
+		if err != nil {
+			r.setError(err)
+			return r
+		}
+		r.Warnings = append(r.Warnings, warns...)
+	}
+	return r
+}
+
+// setError records an error: unreadable for I/O failures, invalid (with the
+// reference's variant, the tensor, the offset and a hint) for the rest.
+func (r *validateResult) setError(err error) {
+	r.Valid = false
+	r.TensorCount, r.DataBytes = nil, nil
+	if source.IsIOError(err) {
+		r.setUnreadable(err)
+		return
+	}
+	r.Status = statusInvalid
+	r.Error = ptr(err.Error())
+	var fe *safetensors.FormatError
+	if errors.As(err, &fe) {
 		if v := fe.Variant(); v != "" {
 			r.Variant = ptr(v)
 		}
@@ -210,53 +277,45 @@ func validateFile(file string, full bool, stderr io.Writer) validateResult {
 		if fe.Offset >= 0 {
 			r.Offset = ptr(fe.Offset)
 		}
-		if h := sniff.Explain(f, size, err); h != "" {
-			r.Hint = ptr(h)
-		}
-		return r
 	}
-	r.Status, r.Valid = statusOK, true
-	r.TensorCount = ptr(len(rd.Tensors))
-	r.DataBytes = ptr(rd.DataSize())
-	r.Warnings = append(r.Warnings, rd.Warnings...)
-	if full {
-		warns, err := readAllData(f, rd, file, stderr)
-		if err != nil {
-			r.Valid = false
-			r.TensorCount, r.DataBytes = nil, nil
-			r.setUnreadable(err)
-			return r
+	if h := source.Hint(err); h != "" {
+		r.Hint = ptr(h)
+		if i := strings.Index(*r.Error, "\n  hint: "); i >= 0 {
+			r.Error = ptr((*r.Error)[:i])
 		}
-		r.Warnings = append(r.Warnings, warns...)
 	}
-	return r
 }
 
 // readAllData reads every tensor's bytes, returning warnings about NaN and
 // infinite values, or the first read error.
-func readAllData(f *os.File, rd *safetensors.Reader, file string, stderr io.Writer) ([]string, error) {
+func readAllData(src safetensors.Source, file string, total int64, stderr io.Writer) ([]string, error) {
 	const chunk = 4 << 20
 	buf := make([]byte, chunk)
-	prog := newProgress(stderr, "validate "+display(file), rd.DataSize())
+	prog := newProgress(stderr, "validate "+display(file), total)
 	defer prog.done()
 	var warns []string
-	base := rd.DataOffset()
-	for _, t := range rd.Tensors {
+	var done int64
+	for t, err := range src.All() {
+		if err != nil {
+			return nil, err
+		}
 		var c nonFinite
-		for off := t.DataOffsets[0]; off < t.DataOffsets[1]; {
-			n := min(int64(chunk), t.DataOffsets[1]-off)
-			m, err := f.ReadAt(buf[:n], base+off)
+		size := t.Size()
+		for off := int64(0); off < size; {
+			n := min(int64(chunk), size-off)
+			m, err := t.ReadAt(buf[:n], off)
 			if int64(m) < n {
 				if err == nil || errors.Is(err, io.EOF) {
 					err = io.ErrUnexpectedEOF
 				}
-				return nil, fmt.Errorf("%s: tensor %q: reading %d bytes at byte %d: %w", file, t.Name, n, base+off, err)
+				return nil, fmt.Errorf("%s: tensor %q: reading %d bytes at byte %d of its data: %w", file, t.Name, n, off, err)
 			}
 			if hasFloatBits(t.DType) {
 				c.add(t.DType, buf[:n])
 			}
 			off += n
-			prog.update(off)
+			done += n
+			prog.update(done)
 		}
 		if c.nan > 0 || c.inf > 0 {
 			warns = append(warns, fmt.Sprintf("tensor %s: %s NaN and %s infinite of %s values",

@@ -45,7 +45,8 @@ func TestValidateExitCodes(t *testing.T) {
 		{[]string{good, torchDir + "tiny_transformer.safetensors"}, 0},
 		{[]string{good, bad}, 1},
 		{[]string{missing}, 2},
-		{[]string{bad, missing, good}, 2},
+		{[]string{bad, missing, good}, 1}, // invalid outranks unreadable, as in every command
+		{[]string{missing, good}, 2},
 		{[]string{"--full", torchDir + "dtypes.safetensors"}, 0},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"validate"}, tc.args...)...)
@@ -59,7 +60,7 @@ func TestValidateExitCodes(t *testing.T) {
 		"FAIL " + bad + `: tensor "b": data_offsets [8 12] leave a gap after byte 4 (InvalidOffset at byte 61)`,
 		"ERR  " + missing + ": no such file or directory",
 	}
-	if code != 2 || strings.TrimSpace(out) != strings.Join(want, "\n") {
+	if code != 1 || strings.TrimSpace(out) != strings.Join(want, "\n") {
 		t.Errorf("exit %d, output:\n%s\nwant:\n%s", code, out, strings.Join(want, "\n"))
 	}
 	// A directory is searched for *.safetensors files.
@@ -72,7 +73,7 @@ func TestValidateExitCodes(t *testing.T) {
 func TestValidateJSON(t *testing.T) {
 	code, out, _ := runCLI(t, "validate", "--json", filesDir+"single_f32.safetensors", filesDir+"offsets_gap.safetensors",
 		filesDir+"nope.safetensors", filesDir+"short_data.safetensors")
-	if code != 2 {
+	if code != 1 {
 		t.Errorf("exit %d", code)
 	}
 	var raw []map[string]json.RawMessage
