@@ -14,11 +14,28 @@ import (
 
 func init() { register(newSplitCmd) }
 
-// openModel opens what split and merge read: a safetensors file, a
-// directory or an index. Tests replace it to inject failures.
-var openModel = func(ctx context.Context, location string) (safetensors.Source, error) {
-	return sharded.Open(ctx, location)
+// openModel opens what split and merge read (a safetensors file, a
+// directory, an index, local or remote) through the CLI's opener. Tests
+// replace it to inject failures.
+var openModel = func(cmd *cobra.Command, location string) (safetensors.Source, error) {
+	m, err := openLocation(cmd, location)
+	if err != nil {
+		return nil, err
+	}
+	if m.Sharded != nil {
+		// The sharded model itself, so that local shards are copied with
+		// copy_file_range (sharded.FileBacked); closing closes everything.
+		return &shardedSource{Model: m.Sharded, owner: m}, nil
+	}
+	return m, nil
 }
+
+type shardedSource struct {
+	*sharded.Model
+	owner io.Closer
+}
+
+func (s *shardedSource) Close() error { return s.owner.Close() }
 
 type shardFlags struct {
 	maxShardSize string
@@ -72,13 +89,14 @@ func addShardFlags(cmd *cobra.Command, fl *shardFlags) {
 // runShardJob opens the input, runs a split or merge with progress on a
 // terminal, and prints the files written.
 func runShardJob(cmd *cobra.Command, in, verb string, job func(context.Context, safetensors.Source, []sharded.WriteOption) (*sharded.Result, error), fl shardFlags) error {
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := cmdContext(cmd)
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	src, err := openModel(ctx, in)
+	src, err := openModel(cmd, in)
 	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
 		return shardProblem(err)
 	}
 	defer src.Close()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/sharded"
+	"github.com/spf13/cobra"
 )
 
 func TestSplitMergeCLI(t *testing.T) {
@@ -100,7 +101,8 @@ func TestMergeReadErrorExits2(t *testing.T) {
 	}
 	saved := openModel
 	defer func() { openModel = saved }()
-	openModel = func(ctx context.Context, location string) (safetensors.Source, error) {
+	openModel = func(cmd *cobra.Command, location string) (safetensors.Source, error) {
+		ctx := cmdContext(cmd)
 		idx, err := sharded.ReadIndex(filepath.Join(location, sharded.IndexName))
 		if err != nil {
 			return nil, err
