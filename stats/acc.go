@@ -61,21 +61,20 @@ func addBlock[F float32 | float64](a *acc, v []F) {
 		return
 	}
 	k := float64(v[0])
-	var s0, s1, s2, s3, q0, q1, q2, q3 float64
+	var s0, s1, q0, q1 float64
 	mn, mx := k, k
-	var zeros int64
+	// The smallest magnitude tells whether the block has zeros at all:
+	// cheaper than testing every value for zero, and blocks with zeros
+	// are counted again in a second, rare loop.
+	small := math.Abs(k)
 	i := 0
-	for ; i+4 <= len(v); i += 4 {
-		x0, x1, x2, x3 := float64(v[i]), float64(v[i+1]), float64(v[i+2]), float64(v[i+3])
-		d0, d1, d2, d3 := x0-k, x1-k, x2-k, x3-k
+	for ; i+2 <= len(v); i += 2 {
+		x0, x1 := float64(v[i]), float64(v[i+1])
+		d0, d1 := x0-k, x1-k
 		s0 += d0
 		s1 += d1
-		s2 += d2
-		s3 += d3
 		q0 += d0 * d0
 		q1 += d1 * d1
-		q2 += d2 * d2
-		q3 += d3 * d3
 		if x0 < mn {
 			mn = x0
 		}
@@ -88,29 +87,11 @@ func addBlock[F float32 | float64](a *acc, v []F) {
 		if x1 > mx {
 			mx = x1
 		}
-		if x2 < mn {
-			mn = x2
+		if a := math.Abs(x0); a < small {
+			small = a
 		}
-		if x2 > mx {
-			mx = x2
-		}
-		if x3 < mn {
-			mn = x3
-		}
-		if x3 > mx {
-			mx = x3
-		}
-		if x0 == 0 {
-			zeros++
-		}
-		if x1 == 0 {
-			zeros++
-		}
-		if x2 == 0 {
-			zeros++
-		}
-		if x3 == 0 {
-			zeros++
+		if a := math.Abs(x1); a < small {
+			small = a
 		}
 	}
 	for ; i < len(v); i++ {
@@ -119,11 +100,17 @@ func addBlock[F float32 | float64](a *acc, v []F) {
 		s0 += d
 		q0 += d * d
 		mn, mx = min(mn, x), max(mx, x)
-		if x == 0 {
-			zeros++
+		small = min(small, math.Abs(x))
+	}
+	var zeros int64
+	if small == 0 {
+		for _, x := range v {
+			if x == 0 {
+				zeros++
+			}
 		}
 	}
-	s, q := (s0+s1)+(s2+s3), (q0+q1)+(q2+q3)
+	s, q := s0+s1, q0+q1
 	if math.IsNaN(q) || math.IsInf(q, 0) || math.IsNaN(s) || math.IsInf(s, 0) {
 		addSlow(a, v)
 		return
