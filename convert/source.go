@@ -102,3 +102,14 @@ func (s *Source) Meta() map[string]string {
 
 // Close closes the checkpoint.
 func (s *Source) Close() error { return s.ckpt.Close() }
+
+// PlanCheckpoint is NewPlan for a checkpoint opened from input (a path or
+// URL), which the report names and Write refuses to overwrite.
+func PlanCheckpoint(c *torch.Checkpoint, input string, opt Options) (*Plan, error) {
+	p, err := NewPlan(c, opt)
+	if err != nil {
+		return nil, withInput(err, input)
+	}
+	p.report.Input = input
+	return p, nil
+}

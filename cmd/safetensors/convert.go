@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosafetensors/safetensors/convert"
+	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
 )
 
@@ -61,7 +62,7 @@ input), 2 could not read or write (or the output exists: use --force).`,
 			if len(args) == 2 {
 				out = args[1]
 			}
-			return runConvert(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, fl)
+			return runConvert(cmd, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, fl)
 		},
 	}
 	f := cmd.Flags()
@@ -69,7 +70,7 @@ input), 2 could not read or write (or the output exists: use --force).`,
 	f.StringArrayVar(&fl.prefer, "prefer", nil, "among tied names, keep this one (repeatable)")
 	f.StringArrayVar(&fl.discard, "discard", nil, "among tied names, do not keep this one (repeatable)")
 	f.BoolVar(&fl.keepAliases, "keep-aliases", false, "write every tied name as its own copy")
-	f.BoolVar(&fl.noVerify, "no-verify", false, "do not hash the source and re-read the output")
+	f.BoolVar(&fl.noVerify, "no-verify", false, "do not read the output back and compare it byte for byte with the source")
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite existing outputs")
 	f.BoolVarP(&fl.dryRun, "dry-run", "n", false, "show what would be written, write nothing")
 	f.BoolVar(&fl.json, "json", false, "print a JSON report on stdout instead of the summary line (schema in the documentation)")
@@ -78,7 +79,7 @@ input), 2 could not read or write (or the output exists: use --force).`,
 	return cmd
 }
 
-func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error {
+func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl convertFlags) error {
 	opt := convert.Options{
 		Key: fl.key, Prefer: fl.prefer, Discard: fl.discard,
 		KeepAliases: fl.keepAliases, NoVerify: fl.noVerify, Overwrite: fl.force,
@@ -91,11 +92,16 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 		}
 		opt.MaxOutputBytes = n
 	}
-	st, err := os.Stat(in)
-	if err != nil {
-		return &exitError{Code: exitNoCheck, Err: err}
+	if err := checkOutputName(in, out); err != nil {
+		return err
 	}
-	if st.IsDir() {
+	o, err := source.Open(cmdContext(cmd), in)
+	if err != nil {
+		return locationProblem(in, err)
+	}
+	defer o.Close()
+	switch o.Format {
+	case source.Directory:
 		if out == "" {
 			out = in
 		}
@@ -103,17 +109,37 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 			return usageError("--dry-run takes a checkpoint file, not a directory")
 		}
 		return convertDir(stdout, stderr, in, out, opt, fl.json)
+	case source.Safetensors, source.Compressed, source.Index:
+		return &exitError{Code: exitProblems, Err: fmt.Errorf("%s is already safetensors (%s): there is nothing to convert; inspect, validate, split, merge or compress it instead", in, o.Format)}
+	}
+	ck, err := torch.NewReader(o, o.Size, in)
+	if err != nil {
+		if ioErr := o.Err(); ioErr != nil {
+			return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%s: %w", in, ioErr)}
+		}
+		if o.Format == source.Unknown && o.Hint != "" {
+			err = &hintError{err: fmt.Errorf("%s: not a PyTorch checkpoint: %w", in, err), hint: o.Hint}
+		}
+		return convertError(err)
+	}
+	defer ck.Close()
+	plan, err := convert.PlanCheckpoint(ck, in, opt)
+	if err != nil {
+		return convertError(err)
+	}
+	rep := plan.Report()
+	if err := checkNamesKnown(rep, fl.prefer, fl.discard); err != nil {
+		return err
 	}
 	if out == "" {
+		if source.KindOf(in) != source.LocalPath {
+			return usageError("give an output file name for a remote checkpoint")
+		}
 		out = convert.OutputName(in)
 	} else if ost, err := os.Stat(out); err == nil && ost.IsDir() {
 		out = filepath.Join(out, filepath.Base(convert.OutputName(in)))
 	}
 	if fl.dryRun {
-		rep, err := convert.PlanFile(in, opt)
-		if err != nil {
-			return convertError(err)
-		}
 		if fl.json {
 			return writeConvertJSON(stdout, rep)
 		}
@@ -125,9 +151,12 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 	if bar != nil {
 		opt.Progress = func(w, total int64) { bar.setTotal(total); bar.update(w) }
 	}
-	rep, err := convert.File(in, out, opt)
+	rep, err = plan.Write(out)
 	bar.done()
 	if err != nil {
+		if ioErr := o.Err(); ioErr != nil {
+			return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%s: %w", in, ioErr)}
+		}
 		return convertError(err)
 	}
 	printNotes(stderr, rep)
@@ -135,6 +164,50 @@ func runConvert(stdout, stderr io.Writer, in, out string, fl convertFlags) error
 		return writeConvertJSON(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "converted %s -> %s: %s\n", in, out, summary(rep))
+	return nil
+}
+
+// checkOutputName refuses an output directory that does not exist, in
+// words about the destination.
+func checkOutputName(in, out string) error {
+	if out == "" {
+		return nil
+	}
+	dir := filepath.Dir(out)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usageError("cannot write %s: directory %s does not exist", out, dir)
+	}
+	return nil
+}
+
+// checkNamesKnown refuses --prefer and --discard names that are not
+// tensors of the checkpoint: a typo would otherwise be silently ignored.
+func checkNamesKnown(rep *convert.Report, prefer, discard []string) error {
+	known := map[string]bool{}
+	for _, t := range rep.Tensors {
+		known[t.Name], known[t.Source] = true, true
+	}
+	for _, a := range rep.Removed {
+		known[a.Name] = true
+	}
+	for _, list := range []struct {
+		flag  string
+		names []string
+	}{{"--prefer", prefer}, {"--discard", discard}} {
+		for _, n := range list.names {
+			if !known[n] {
+				msg := fmt.Sprintf("%s %s: no tensor of that name in the checkpoint", list.flag, display(n))
+				var names []string
+				for k := range known {
+					names = append(names, k)
+				}
+				if s := suggestNames(names, n); len(s) > 0 {
+					msg += "\n  did you mean: " + strings.Join(s, ", ")
+				}
+				return usageError("%s", msg)
+			}
+		}
+	}
 	return nil
 }
 
