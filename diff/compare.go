@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -41,7 +40,7 @@ func Compare(ctx context.Context, a, b safetensors.Source, opts ...Option) (*Res
 		ia, _ := a.Info(n)
 		ib, _ := b.Info(n)
 		res.Tensors = append(res.Tensors, Tensor{Name: n, DTypeA: ia.DType, DTypeB: ib.DType,
-			ShapeA: slices.Clone(ia.Shape), ShapeB: slices.Clone(ib.Shape)})
+			ShapeA: append([]int64{}, ia.Shape...), ShapeB: append([]int64{}, ib.Shape...)})
 	}
 	for _, n := range namesB {
 		if !inA[n] {
@@ -141,6 +140,9 @@ func run(ctx context.Context, pairs []*pair, o options) error {
 			b0, b1 := byteRange(p.b.DType, e, f)
 			jobs = append(jobs, job{p, a0, a1, b0, b1})
 		}
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

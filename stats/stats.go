@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -81,6 +80,9 @@ func compute(ctx context.Context, tensors []*safetensors.Tensor, opts []Option) 
 	for i, t := range tensors {
 		parts[i] = make([]acc, (t.Size()+chunk-1)/chunk)
 		total += t.Size()
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -299,7 +301,7 @@ func view[F float32 | float64](ok bool, b []byte) ([]F, bool) {
 
 func finish(t *safetensors.Tensor, a acc) Stats {
 	s := Stats{
-		Name: t.Name, DType: t.DType, Shape: slices.Clone(t.Shape), Count: t.NumElements(),
+		Name: t.Name, DType: t.DType, Shape: append([]int64{}, t.Shape...), Count: t.NumElements(),
 		Decoded: safetensors.CanDecode(t.DType), Finite: a.n, Zeros: a.zeros, NonFinite: a.nf,
 		Min: math.NaN(), Max: math.NaN(), Mean: math.NaN(), Std: math.NaN(),
 	}

@@ -110,7 +110,7 @@ func runDiff(cmd *cobra.Command, fileA, fileB string, fl diffFlags) error {
 		}
 	}
 	prog := newProgress(cmd.ErrOrStderr(), "diff", total)
-	r, err := diff.Compare(cmd.Context(), a, b, append(opts, diff.WithProgress(func(done, _ int64) { prog.update(done) }))...)
+	r, err := diff.Compare(cmdContext(cmd), a, b, append(opts, diff.WithProgress(func(done, _ int64) { prog.update(done) }))...)
 	prog.done()
 	if errors.Is(err, diff.ErrOption) {
 		return usageError("%v", err)

@@ -100,7 +100,7 @@ func runStats(cmd *cobra.Command, file string, names []string, asJSON bool) erro
 		total += info.Size()
 	}
 	prog := newProgress(cmd.ErrOrStderr(), "stats "+display(file), total)
-	res, err := stats.Compute(cmd.Context(), src, names, stats.WithProgress(func(done, _ int64) { prog.update(done) }))
+	res, err := stats.Compute(cmdContext(cmd), src, names, stats.WithProgress(func(done, _ int64) { prog.update(done) }))
 	prog.done()
 	if err != nil {
 		var fe *safetensors.FormatError
