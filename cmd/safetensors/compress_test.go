@@ -40,15 +40,16 @@ func TestCompressCmdRoundTrip(t *testing.T) {
 			if code, _, errOut := runCLI(t, "compress", "--codec", tc.codec, "--force", in); code != 0 {
 				t.Errorf("compress --force: exit %d, %q", code, errOut)
 			}
-			// Inspect and get read the compressed file directly when the
-			// lead's opener routes them through compressed.NewReaderAt;
-			// here decompress must restore the exact bytes.
+			// decompress restores the exact bytes under the default name.
 			if err := os.Remove(in); err != nil {
 				t.Fatal(err)
 			}
 			code, out, errOut = runCLI(t, "decompress", comp)
 			if code != 0 {
 				t.Fatalf("decompress: exit %d: %s", code, errOut)
+			}
+			if !strings.Contains(out, "decompressed "+comp+" -> "+in) {
+				t.Errorf("stdout %q", out)
 			}
 			got, err := os.ReadFile(in)
 			if err != nil {
