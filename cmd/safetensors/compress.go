@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -124,6 +125,9 @@ func runCompress(stdout, stderr io.Writer, in, out string, fl compressFlags) err
 	res, err := compressed.CompressFile(in, out, opts...)
 	bar.done()
 	if err != nil {
+		if f := detectFile(in); f != compressed.None {
+			err = &hintError{err: err, hint: fmt.Sprintf("%s is already compressed (%s)", in, f)}
+		}
 		return compressError(err)
 	}
 	fmt.Fprintf(stdout, "compressed %s -> %s: %s, %s -> %s (%.3f), %s\n", in, out, res.Format,
@@ -161,6 +165,22 @@ func runDecompress(stdout, stderr io.Writer, in, out string, fl compressFlags) e
 	}
 	fmt.Fprintf(stdout, "decompressed %s -> %s: %s, %s\n", in, out, res.Format, humanBytes(res.Size))
 	return nil
+}
+
+// detectFile reports the compressed format of the file at path (None if
+// it cannot tell).
+func detectFile(path string) compressed.Format {
+	f, err := os.Open(path)
+	if err != nil {
+		return compressed.None
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return compressed.None
+	}
+	format, _ := compressed.Detect(f, st.Size())
+	return format
 }
 
 // compressedName is the default output of compress: IN.zst, IN.lz4, or

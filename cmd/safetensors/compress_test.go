@@ -97,6 +97,9 @@ func TestCompressCmdErrors(t *testing.T) {
 	if code, _, errOut := runCLI(t, "compress", in); code != 0 {
 		t.Fatalf("compress: %s", errOut)
 	}
+	if code, _, errOut := runCLI(t, "compress", in+".zst", filepath.Join(dir, "twice.zst")); code != 1 || !strings.Contains(errOut, "already compressed (zstd (seekable))") {
+		t.Errorf("compressing a compressed file: exit %d, %q", code, errOut)
+	}
 	b, _ := os.ReadFile(in + ".zst")
 	b[len(b)/3] ^= 0x40
 	os.WriteFile(in+".zst", b, 0o666)
