@@ -232,7 +232,8 @@ func (r *Reader) ReadAll() ([]*Tensor, error) {
 	if size > 0 {
 		n, err := r.src.ReadAt(buf, r.DataOffset())
 		if err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
-			return nil, withFile(newError(nil, r.DataOffset()+int64(n), "reading the %d-byte data section: %v", size, err), r.name)
+			// an I/O failure, not a format error: keep the cause
+			return nil, fmt.Errorf("%s: reading the %d-byte data section at byte %d: %w", r.name, size, r.DataOffset()+int64(n), err)
 		}
 	}
 	out := make([]*Tensor, len(r.Tensors))

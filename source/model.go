@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/gosafetensors/safetensors"
@@ -183,4 +184,21 @@ func (o *Object) index(ctx context.Context) (sm *sharded.Model, dir io.Closer, e
 	})
 	sm, err = sharded.OpenIndex(ctx, idx, o.Name, op)
 	return sm, nil, err
+}
+
+// TensorFile returns the local file holding the named tensor and the
+// tensor's offset in it (sharded.FileBacked), so that split and merge copy
+// local tensors inside the kernel.
+func (m *Model) TensorFile(name string) (*os.File, int64, bool) {
+	if m.Sharded != nil {
+		return m.Sharded.TensorFile(name)
+	}
+	if m.File == nil || m.Compressed != nil || m.Object == nil || m.Object.file == nil {
+		return nil, 0, false
+	}
+	t, err := m.File.Tensor(name)
+	if err != nil || t.Offset() < 0 {
+		return nil, 0, false
+	}
+	return m.Object.file, t.Offset(), true
 }

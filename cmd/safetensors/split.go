@@ -18,24 +18,10 @@ func init() { register(newSplitCmd) }
 // directory, an index, local or remote) through the CLI's opener. Tests
 // replace it to inject failures.
 var openModel = func(cmd *cobra.Command, location string) (safetensors.Source, error) {
-	m, err := openLocation(cmd, location)
-	if err != nil {
-		return nil, err
-	}
-	if m.Sharded != nil {
-		// The sharded model itself, so that local shards are copied with
-		// copy_file_range (sharded.FileBacked); closing closes everything.
-		return &shardedSource{Model: m.Sharded, owner: m}, nil
-	}
-	return m, nil
+	// *source.Model copies local tensors with copy_file_range
+	// (sharded.FileBacked), whether one file or shards.
+	return openSource(cmd, location)
 }
-
-type shardedSource struct {
-	*sharded.Model
-	owner io.Closer
-}
-
-func (s *shardedSource) Close() error { return s.owner.Close() }
 
 type shardFlags struct {
 	maxShardSize string
