@@ -99,7 +99,7 @@ func (c *conn) open(ctx context.Context, u *url.URL, onHop func(*url.URL, http.H
 					return f.pin(resp, 0)
 				}
 			}
-			return protocolf("%s ignored Range %s and sent the whole object (200); refusing to read it", f.name, r.rng)
+			return protocolf("server ignored Range %s and sent the whole object (200); refusing to read it", r.rng)
 		default:
 			return statusError(resp)
 		}
@@ -145,10 +145,10 @@ func (f *File) checkIdentity(resp *http.Response) error {
 		return nil
 	}
 	if e := resp.Header.Get("ETag"); f.etag != "" && e != f.etag {
-		return changedf("%s: ETag was %s, now %q", f.name, f.etag, e)
+		return changedf("ETag was %s, now %q", f.etag, e)
 	}
 	if m := resp.Header.Get("Last-Modified"); f.lastMod != "" && m != "" && m != f.lastMod {
-		return changedf("%s: Last-Modified was %s, now %s", f.name, f.lastMod, m)
+		return changedf("Last-Modified was %s, now %s", f.lastMod, m)
 	}
 	return nil
 }
@@ -268,7 +268,7 @@ func (f *File) fetch(ctx context.Context, p []byte, off int64) error {
 			return protocolf("%v", err)
 		}
 		if cr.size != f.size {
-			return changedf("%s: size was %d, now %d", f.name, f.size, cr.size)
+			return changedf("size was %d, now %d", f.size, cr.size)
 		}
 		if cr.first != off || cr.last != last {
 			return protocolf("asked for %s, got Content-Range %s", r.rng, cr)
@@ -288,9 +288,9 @@ func (f *File) checkRangeStatus(resp *http.Response, rng string) error {
 	case http.StatusRequestedRangeNotSatisfiable:
 		cr, err := parseContentRange(resp.Header.Get("Content-Range"))
 		if err == nil && cr.size != f.size {
-			return changedf("%s: size was %d, server now reports %d (416)", f.name, f.size, cr.size)
+			return changedf("size was %d, server now reports %d (416)", f.size, cr.size)
 		}
-		return changedf("%s: server refuses %s of a %d-byte object (416)", f.name, rng, f.size)
+		return changedf("server refuses %s of a %d-byte object (416)", rng, f.size)
 	}
 	return statusError(resp)
 }

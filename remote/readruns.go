@@ -114,7 +114,7 @@ func (f *File) checkPartRange(h string, s runs.Span) error {
 		return protocolf("%v", err)
 	}
 	if cr.size != f.size {
-		return changedf("%s: size was %d, now %d", f.name, f.size, cr.size)
+		return changedf("size was %d, now %d", f.size, cr.size)
 	}
 	if cr.first != s.Off || cr.last != s.End-1 {
 		return protocolf("asked for bytes %d-%d, got Content-Range %s", s.Off, s.End-1, cr)
@@ -229,7 +229,7 @@ func (f *File) matchPart(h string, spans []runs.Span, seen []bool) (int, error) 
 		return 0, protocolf("multipart part: %v", err)
 	}
 	if cr.size != f.size {
-		return 0, changedf("%s: size was %d, part says %d", f.name, f.size, cr.size)
+		return 0, changedf("size was %d, part says %d", f.size, cr.size)
 	}
 	for i, s := range spans {
 		if cr.first == s.Off && cr.last == s.End-1 {
@@ -253,7 +253,7 @@ func (f *File) singleAnswer(resp *http.Response, body io.Reader, spans []runs.Sp
 		return protocolf("%v", err)
 	}
 	if cr.size != f.size {
-		return changedf("%s: size was %d, now %d", f.name, f.size, cr.size)
+		return changedf("size was %d, now %d", f.size, cr.size)
 	}
 	if cr.first < spans[0].Off || cr.last >= spans[len(spans)-1].End {
 		return protocolf("multi-range request for bytes %d-%d answered with %s", spans[0].Off, spans[len(spans)-1].End-1, cr)
