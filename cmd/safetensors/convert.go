@@ -56,6 +56,11 @@ for byte with the source before it appears under its name.
 
 Exit status: 0 converted, 1 refused (dangerous, unsupported or corrupt
 input), 2 could not read or write (or the output exists: use --force).`,
+		Example: `  safetensors convert pytorch_model.bin
+  safetensors convert checkpoint.ckpt model.safetensors --key state_dict
+  safetensors convert old-model/ converted/          # shards and index
+  safetensors convert hf://org/old-model/pytorch_model.bin model.safetensors
+  safetensors convert -n --json model.pt | jq '.[0].removed'`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := ""

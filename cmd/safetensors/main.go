@@ -99,10 +99,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "safetensors",
-		Short: "Inspect, validate, extract and convert safetensors files",
-		Long: `safetensors inspects, validates and extracts tensors from safetensors files,
-converts PyTorch checkpoints to safetensors without running any pickle code,
-and scans checkpoints for code that would run when they are loaded.
+		Short: "Inspect, validate, extract, convert, compare and compress safetensors models",
+		Long: `safetensors inspects, validates and extracts tensors from safetensors files and
+sharded models, local or remote (http(s)://, hf://ORG/REPO, s3://, gs://,
+azblob://), converts PyTorch checkpoints to safetensors without running any
+pickle code, scans checkpoints for code that would run when they are loaded,
+compares, splits, merges and compresses models. Formats are recognised by
+content, never by file name.
 
 Results go to stdout, diagnostics to stderr. Exit status: 0 ok, 1 problems
 found (an invalid file, a missing tensor), 2 could not check (unreadable
@@ -111,7 +114,6 @@ file, bad usage).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
 	for _, newCmd := range subcommands {
 		root.AddCommand(newCmd())
 	}

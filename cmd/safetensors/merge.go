@@ -26,6 +26,8 @@ the shards, and renamed into place only if it matches.
 
 Exit status: 0 written, 1 invalid input, 2 could not read or write (or OUT
 exists: use --force).`,
+		Example: `  safetensors merge shards/ model.safetensors
+  safetensors merge shards/model.safetensors.index.json model.safetensors -f`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runShardJob(cmd, args[0], "merge", func(ctx context.Context, src safetensors.Source, opts []sharded.WriteOption) (*sharded.Result, error) {

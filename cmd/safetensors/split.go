@@ -49,6 +49,8 @@ failed split leaves nothing behind.
 
 Exit status: 0 written, 1 invalid input, 2 could not read or write (or an
 output exists: use --force).`,
+		Example: `  safetensors split model.safetensors shards/ --max-shard-size 2GB
+  safetensors split merged.safetensors out/ --max-shard-size 500MiB -f`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			limit, err := sharded.ParseSize(fl.maxShardSize)
