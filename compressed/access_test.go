@@ -2,6 +2,7 @@ package compressed
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/gosafetensors/safetensors"
@@ -99,5 +100,41 @@ func TestCacheServesRepeatedReads(t *testing.T) {
 	}
 	if s := ra.Stats(); s.FramesDecoded != 1 || s.CacheHits != 2 {
 		t.Errorf("stats %+v, want 1 frame decoded and 2 cache hits", s)
+	}
+}
+
+// TestConcurrentReads: one ReaderAt serves many goroutines (run with -race).
+func TestConcurrentReads(t *testing.T) {
+	orig := genModel(t, safetensors.BF16, 512<<10, 7)
+	for _, codec := range allCodecs {
+		comp := compressBytes(t, orig, WithCodec(codec), WithFrameSize(16<<10))
+		ra, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), WithCacheFrames(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 8)
+		for g := range 8 {
+			go func() {
+				buf := make([]byte, 40<<10)
+				for k := range 40 {
+					off := int64((g*7919 + k*104729) % (len(orig) - len(buf)))
+					if _, err := ra.ReadAt(buf, off); err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(buf, orig[off:off+int64(len(buf))]) {
+						errs <- fmt.Errorf("%s: wrong bytes at %d", codec, off)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		ra.Close()
 	}
 }

@@ -66,11 +66,12 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 		return *bp, nil
 	}, func(i int, b []byte) error {
 		_, err := dst.Write(b)
-		putBuf(&b)
+		n := int64(len(b))
+		putBuf(&b) // b is not used after this
 		if err != nil {
 			return err
 		}
-		done += int64(len(b))
+		done += n
 		if c.progress != nil {
 			c.progress(done, ra.size)
 		}
