@@ -176,7 +176,10 @@ func (o *Object) index(ctx context.Context) (sm *sharded.Model, dir io.Closer, e
 		return sm, d, nil
 	}
 	op := sharded.ReaderAtOpener(func(ctx context.Context, name string) (io.ReaderAt, int64, error) {
-		s, err := o.Sibling(ctx, name)
+		// Remote readers keep the context they are opened with for every
+		// later read, and the shards outlive the (group) context of the
+		// open: keep its values, not its cancellation.
+		s, err := o.Sibling(context.WithoutCancel(ctx), name)
 		if err != nil {
 			return nil, 0, err
 		}
