@@ -75,7 +75,9 @@ func encodeChunk(dst, src []byte, dt safetensors.DType, zenc *zstd.Encoder) []by
 
 func encodePlanes(dst, src []byte, w int, rot bool) []byte {
 	n := len(src) / w
-	buf := make([]byte, len(src))
+	bp := getBuf(int64(len(src)))
+	defer putBuf(bp)
+	buf := *bp
 	planes := make([][]byte, w)
 	for j := range planes {
 		planes[j] = buf[j*n : (j+1)*n]

@@ -93,12 +93,14 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 			c.progress(done, size)
 		}
 	}
-	read := func(s segment) ([]byte, error) {
-		buf := make([]byte, s.n) // at most the frame size, or the header (capped by the parser)
-		if err := readFull(src, buf, s.off); err != nil {
+	// read returns the bytes of s in a pooled buffer: release it with putBuf.
+	read := func(s segment) (*[]byte, error) {
+		bp := getBuf(s.n) // at most the frame size, or the header (capped by the parser)
+		if err := readFull(src, *bp, s.off); err != nil {
+			putBuf(bp)
 			return nil, fmt.Errorf("%s: reading bytes %d-%d: %w", c.name, s.off, s.off+s.n, err)
 		}
-		return buf, nil
+		return bp, nil
 	}
 	if c.codec == Grouped {
 		wa, ok := dst.(io.WriterAt)
@@ -110,10 +112,12 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 	frames := make([]frame, 0, len(segs))
 	var written int64
 	err = ordered(len(segs), c.concurrency, func(i int) ([]byte, error) {
-		buf, err := read(segs[i])
+		bp, err := read(segs[i])
 		if err != nil {
 			return nil, err
 		}
+		defer putBuf(bp)
+		buf := *bp
 		var out []byte
 		if c.codec == Zstd {
 			out = zenc.EncodeAll(buf, make([]byte, 0, len(buf)/2+64))
@@ -160,13 +164,13 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 }
 
 func compressGrouped(dst io.WriterAt, sr *safetensors.Reader, data []segment, c config, res *Result, zenc *zstd.Encoder,
-	read func(segment) ([]byte, error), progress func(int64)) (*Result, error) {
+	read func(segment) (*[]byte, error), progress func(int64)) (*Result, error) {
 	hseg := segment{off: 0, n: sr.DataOffset()}
-	orig, err := read(hseg)
+	hp, err := read(hseg)
 	if err != nil {
 		return nil, err
 	}
-	origHeader := orig[8:]
+	origHeader := (*hp)[8:] // kept, not returned to the pool
 	names := make([]string, len(data))
 	ulens := make([]int64, len(data))
 	bound := make([]int64, len(data))
@@ -192,17 +196,22 @@ func compressGrouped(dst io.WriterAt, sr *safetensors.Reader, data []segment, c 
 	var written int64
 	progress(hseg.n)
 	err = ordered(len(data), c.concurrency, func(i int) ([]byte, error) {
-		buf, err := read(data[i])
+		bp, err := read(data[i])
 		if err != nil {
 			return nil, err
 		}
-		return encodeChunk(make([]byte, 0, len(buf)+64), buf, data[i].dtype, zenc), nil
+		defer putBuf(bp)
+		out := getBuf(int64(len(*bp)) + 64)
+		return encodeChunk((*out)[:0], *bp, data[i].dtype, zenc), nil
 	}, func(i int, b []byte) error {
-		if _, err := dst.WriteAt(b, base+written); err != nil {
+		_, err := dst.WriteAt(b, base+written)
+		n := int64(len(b))
+		putBuf(&b) // b is not used after this
+		if err != nil {
 			return err
 		}
-		clens[i] = int64(len(b))
-		written += int64(len(b))
+		clens[i] = n
+		written += n
 		progress(data[i].n)
 		return nil
 	})

@@ -14,7 +14,19 @@ func splitPlanes(planes [][]byte, src []byte, w int, rot bool) {
 	switch {
 	case w == 2 && rot:
 		p0, p1 := planes[0][:n], planes[1][:n]
-		for i := range n {
+		i := 0
+		// Eight elements at a time: rotate each 16-bit lane left by one,
+		// then gather the even bytes into one plane and the odd into the other.
+		for ; i+8 <= n; i += 8 {
+			s := src[2*i : 2*i+16]
+			lo := binary.LittleEndian.Uint64(s[:8])
+			hi := binary.LittleEndian.Uint64(s[8:])
+			lo = lo<<1&0xFFFEFFFEFFFEFFFE | lo>>15&0x0001000100010001
+			hi = hi<<1&0xFFFEFFFEFFFEFFFE | hi>>15&0x0001000100010001
+			binary.LittleEndian.PutUint64(p0[i:i+8], uint64(gather(lo))|uint64(gather(hi))<<32)
+			binary.LittleEndian.PutUint64(p1[i:i+8], uint64(gather(lo>>8))|uint64(gather(hi>>8))<<32)
+		}
+		for ; i < n; i++ {
 			v := bits.RotateLeft16(binary.LittleEndian.Uint16(src[2*i:]), 1)
 			p0[i], p1[i] = byte(v), byte(v>>8)
 		}
@@ -94,4 +106,11 @@ func spread(x uint32) uint64 {
 	v := uint64(x)
 	v = (v | v<<16) & 0x0000FFFF0000FFFF
 	return (v | v<<8) & 0x00FF00FF00FF00FF
+}
+
+// gather moves byte 2k of v to byte k of the result (the inverse of spread).
+func gather(v uint64) uint32 {
+	v &= 0x00FF00FF00FF00FF
+	v = (v | v>>8) & 0x0000FFFF0000FFFF
+	return uint32(v | v>>16)
 }
