@@ -115,6 +115,7 @@ invalid found, 2 a file could not be read (and nothing worse was found).`,
 func runScan(cmd *cobra.Command, stdout, stderr io.Writer, locs []string, fl scanFlags) error {
 	ctx := cmdContext(cmd)
 	var results []scanResult
+	anyArray := false
 	for _, loc := range locs {
 		targets, err := expandTargets(ctx, loc, nil)
 		if err != nil {
@@ -125,7 +126,8 @@ func runScan(cmd *cobra.Command, stdout, stderr io.Writer, locs []string, fl sca
 		if len(targets) == 0 {
 			fmt.Fprintf(stderr, "note: %s: no checkpoint, pickle or safetensors file found\n", loc)
 		}
-		lines := fl.jsonl || (fl.json && source.KindOf(loc) == source.Bucket)
+		lines := fl.jsonl || (fl.json && isBucketPrefix(loc))
+		anyArray = anyArray || !lines
 		for r := range scanAll(ctx, targets) {
 			if lines {
 				b, _ := json.Marshal(r)
@@ -142,7 +144,7 @@ func runScan(cmd *cobra.Command, stdout, stderr io.Writer, locs []string, fl sca
 			}
 		}
 	}
-	if fl.json && !fl.jsonl {
+	if fl.json && !fl.jsonl && (len(results) == 0 || anyArray) {
 		var arr []scanResult
 		for _, r := range results {
 			if r.Globals != nil {

@@ -25,7 +25,7 @@ var modelExts = []string{".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".sa
 // check; by default every object of a bucket prefix is checked, and in a
 // directory the files with a model's extension or a model's content.
 func expandTargets(ctx context.Context, loc string, want func(name string) bool) ([]string, error) {
-	if source.KindOf(loc) == source.Bucket && strings.HasSuffix(loc, "/") {
+	if isBucketPrefix(loc) {
 		objs, err := blobstore.List(ctx, loc)
 		if err != nil {
 			return nil, &source.IOError{Location: loc, Op: "list", Err: err}
@@ -85,4 +85,14 @@ func looksLikeModel(path string) bool {
 	}
 	format, _ := source.Detect(b[:n], st.Size())
 	return format != source.Unknown && format != source.Index
+}
+
+// isBucketPrefix reports whether loc names a bucket prefix: a bucket URL
+// whose path ends in '/' (the query, if any, aside).
+func isBucketPrefix(loc string) bool {
+	if source.KindOf(loc) != source.Bucket {
+		return false
+	}
+	p, _, _ := strings.Cut(loc, "?")
+	return strings.HasSuffix(p, "/")
 }

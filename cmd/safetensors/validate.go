@@ -158,6 +158,9 @@ func runValidate(cmd *cobra.Command, stdout, stderr io.Writer, args []string, fl
 // checks: safetensors files and sharded-model indexes, by name or content.
 func validateWanted(name string) bool {
 	lower := strings.ToLower(name)
+	if source.KindOf(name) != source.LocalPath {
+		lower, _, _ = strings.Cut(lower, "?")
+	}
 	if strings.HasSuffix(lower, ".safetensors") || strings.HasSuffix(lower, ".safetensors.index.json") {
 		return true
 	}

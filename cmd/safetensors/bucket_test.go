@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+)
+
+// A registry audits a bucket prefix from one command: the real AWS SDK
+// client against an S3-protocol server on loopback.
+func TestScanAndValidateBucketPrefix(t *testing.T) {
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
+		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
+	} {
+		t.Setenv(k, v)
+	}
+	be := s3mem.New()
+	srv := httptest.NewServer(gofakes3.New(be).Server())
+	defer srv.Close()
+	if err := be.CreateBucket("uploads"); err != nil {
+		t.Fatal(err)
+	}
+	put := func(key, file string) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := be.PutObject("uploads", key, map[string]string{}, bytes.NewReader(b), int64(len(b)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("models/a/model.safetensors", torchDir+"tiny_transformer.safetensors")
+	put("models/a/pytorch_model.bin", torchDir+"tiny_transformer.bin")
+	put("models/b/model.safetensors", "../../testdata/malicious/torch_zip_os_system.bin") // a name that lies
+	put("other/x.bin", "../../testdata/malicious/reduce_posix_system_p2.pkl")
+	query := "?endpoint=" + url.QueryEscape(srv.URL) + "&use_path_style=true&region=us-east-1"
+	code, out, errOut := runCLI(t, "scan", "--json", "s3://uploads/models/"+query)
+	if code != 1 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	verdicts := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r scanResult
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("not one JSON object per line: %v\n%s", err, out)
+		}
+		key := strings.TrimPrefix(strings.SplitN(r.Path, "?", 2)[0], "s3://uploads/")
+		verdicts[key] = r.Verdict
+	}
+	want := map[string]string{"models/a/model.safetensors": "clean", "models/a/pytorch_model.bin": "clean", "models/b/model.safetensors": "dangerous"}
+	if len(verdicts) != len(want) {
+		t.Fatalf("verdicts %v, want %v", verdicts, want)
+	}
+	for k, v := range want {
+		if verdicts[k] != v {
+			t.Errorf("%s: %s, want %s", k, verdicts[k], v)
+		}
+	}
+	code, out, errOut = runCLI(t, "validate", "s3://uploads/models/a/"+query)
+	if code != 0 || !strings.Contains(out, "ok ") {
+		t.Fatalf("validate prefix: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "inspect", "s3://uploads/models/a/model.safetensors"+query)
+	if code != 0 || !strings.Contains(out, "1.6K (1,600)") {
+		t.Fatalf("inspect s3 object: exit %d\n%s", code, out)
+	}
+}
