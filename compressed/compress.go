@@ -30,17 +30,28 @@ type segment struct {
 }
 
 // plan cuts the original file into frames: the 8-byte prefix and header
-// (when withHeader), then each tensor in file order, each split into pieces
-// of at most frameSize bytes that hold whole elements. Empty tensors get no
-// frame.
-func plan(h *safetensors.Header, frameSize int64, withHeader bool) []segment {
+// (when withHeader), then the tensors in file order. A tensor larger than
+// frameSize is split into pieces of at most frameSize bytes that hold whole
+// elements; consecutive small tensors share a frame while it stays within
+// frameSize (with sameDType, only tensors of one dtype). Every cut is at a
+// tensor boundary or inside one tensor; empty tensors get no frame.
+func plan(h *safetensors.Header, frameSize int64, withHeader, sameDType bool) []segment {
 	var segs []segment
 	for off := int64(0); withHeader && off < h.DataOffset(); off += frameSize {
 		segs = append(segs, segment{off: off, n: min(frameSize, h.DataOffset()-off)})
 	}
+	nhdr := len(segs)
 	ts := slices.Clone(h.Tensors)
 	slices.SortStableFunc(ts, func(a, b safetensors.TensorInfo) int { return cmp.Compare(a.DataOffsets[0], b.DataOffsets[0]) })
 	for _, t := range ts {
+		size := t.Size()
+		if size == 0 {
+			continue
+		}
+		if k := len(segs) - 1; k >= nhdr && segs[k].n+size <= frameSize && (!sameDType || segs[k].dtype == t.DType) {
+			segs[k].n += size // tensors are contiguous: this one starts where the frame ends
+			continue
+		}
 		gran := granule(t.DType)
 		step := max(frameSize/gran*gran, gran)
 		for off := t.DataOffsets[0]; off < t.DataOffsets[1]; off += step {
@@ -79,7 +90,7 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	segs := plan(&sr.Header, c.frameSize, c.codec != Grouped)
+	segs := plan(&sr.Header, c.frameSize, c.codec != Grouped, c.codec == Grouped)
 	res := &Result{Size: size, HeaderLength: sr.DataOffset()}
 	zenc, err := newZstdEncoder(c.level, c.concurrency)
 	if err != nil {
