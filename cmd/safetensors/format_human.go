@@ -1,8 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"math"
+	"github.com/gosafetensors/safetensors/internal/units"
+	"github.com/gosafetensors/safetensors/sharded"
 	"strconv"
 	"strings"
 	"unicode"
@@ -53,21 +53,8 @@ func threeDigits(v float64) (s string, rolled bool) {
 }
 
 // humanBytes spells a size in binary units with one decimal: "512 B",
-// "1.5 KiB", "1.2 GiB".
-func humanBytes(n int64) string {
-	if n < 1024 {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	v := float64(n)
-	for u := range units {
-		v /= 1024
-		if math.Round(v*10)/10 < 1024 || u == len(units)-1 {
-			return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[u]
-		}
-	}
-	panic("unreachable")
-}
+// "1.5 KiB", "1.2 GiB" (internal/units, shared with every message).
+func humanBytes(n int64) string { return units.Bytes(n) }
 
 // groupDigits writes n with thousands separators: 137,022,464.
 func groupDigits(n int64) string {
@@ -153,25 +140,8 @@ func plural(n int64, noun string) string {
 // parseSize reads a byte count such as "1048576", "512MiB", "200GB" or
 // "-1" (no limit). Binary (KiB) and decimal (KB) suffixes are both accepted.
 func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "-1" {
+	if strings.TrimSpace(s) == "-1" {
 		return -1, nil
 	}
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%q is not a positive size such as 200GiB", s)
-	}
-	return n * mult, nil
+	return sharded.ParseSize(s)
 }

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/units"
 )
 
 // PrefixSize is how many leading bytes of a file Diagnose wants to see.
@@ -266,19 +267,5 @@ func bytesPhrase(n int64) string {
 	if n < 1024 {
 		return fmt.Sprintf("%d bytes", n)
 	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	v := float64(n) / 1024
-	u := 0
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	return fmt.Sprintf("%d bytes (%.1f %s)", n, v, units[u])
-}
-
-// IsCheckpointPrefix reports whether a file starting with p looks like a
-// PyTorch checkpoint: a zip archive or a binary pickle (the legacy format
-// starts with one). It is a routing hint; the torch package decides.
-func IsCheckpointPrefix(p []byte) bool {
-	return bytes.HasPrefix(p, []byte("PK\x03\x04")) || (len(p) >= 2 && p[0] == 0x80 && p[1] >= 2 && p[1] <= 5)
+	return fmt.Sprintf("%d bytes (%s)", n, units.Bytes(n))
 }
