@@ -102,6 +102,14 @@ func addBlock[F float32 | float64](a *acc, v []F) {
 		mn, mx = min(mn, x), max(mx, x)
 		small = min(small, math.Abs(x))
 	}
+	finishBlock(a, v, k, s0+s1, q0+q1, mn, mx, small)
+}
+
+func abs(x float64) float64 { return math.Abs(x) }
+
+// finishBlock folds one block's shifted sums into a, or hands the block to
+// addSlow when the sums show a value that is not finite.
+func finishBlock[F float32 | float64](a *acc, v []F, k, s, q, mn, mx, small float64) {
 	var zeros int64
 	if small == 0 {
 		for _, x := range v {
@@ -110,7 +118,6 @@ func addBlock[F float32 | float64](a *acc, v []F) {
 			}
 		}
 	}
-	s, q := s0+s1, q0+q1
 	if math.IsNaN(q) || math.IsInf(q, 0) || math.IsNaN(s) || math.IsInf(s, 0) {
 		addSlow(a, v)
 		return

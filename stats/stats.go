@@ -216,7 +216,7 @@ func (bl *blocks) add(a *acc, dt safetensors.DType, b []byte) error {
 	if v, ok := view[float32](dt == safetensors.F32, b); ok {
 		for len(v) > 0 {
 			n := min(block, len(v))
-			addBlock(a, v[:n])
+			addBlockF32(a, v[:n])
 			v = v[n:]
 		}
 		return nil
@@ -247,7 +247,7 @@ func (bl *blocks) add(a *acc, dt safetensors.DType, b []byte) error {
 			if err := safetensors.DecodeFloat32(v, p, dt); err != nil {
 				return err
 			}
-			addBlock(a, v)
+			addBlockF32(a, v)
 			continue
 		}
 		v := bl.f64[:n]
