@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/atomicfile"
 	"github.com/gosafetensors/safetensors/internal/npy"
@@ -192,7 +193,7 @@ func suggestNames(names []string, name string) []string {
 		l := strings.ToLower(n)
 		close := strings.Contains(l, lower) || strings.Contains(lower, l) && len(l) > 2
 		if !close && abs(len(l)-len(lower)) <= 2 {
-			close = editDistance(l, lower) <= 2 // a typo
+			close = levenshtein.ComputeDistance(l, lower) <= 2 // a typo
 		}
 		if lower != "" && close {
 			out = append(out, display(n))
@@ -209,27 +210,6 @@ func abs(n int) int {
 		return -n
 	}
 	return n
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func writeFloat32s(w io.Writer, v []float32) error {
