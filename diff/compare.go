@@ -378,15 +378,18 @@ func compareBlock[F float32 | float64](r *chunkResult, va, vb []F, eps float64) 
 			continue
 		}
 		d := math.Abs(a - b)
-		rel := d / max(math.Abs(a), math.Abs(b))
-		if math.IsInf(d, 0) {
-			rel = math.Inf(1)
-		}
 		if d > r.maxAbs {
 			r.maxAbs = d
 		}
-		if rel > r.maxRel {
-			r.maxRel = rel
+		// Divide only for a new largest relative difference: the
+		// comparison by multiplication is exact enough to decide that
+		// and keeps the division out of the loop.
+		if m := max(math.Abs(a), math.Abs(b)); math.IsInf(d, 0) {
+			r.maxRel = math.Inf(1)
+		} else if d > r.maxRel*m {
+			if rel := d / m; rel > r.maxRel {
+				r.maxRel = rel
+			}
 		}
 		if d > eps {
 			r.differing++
