@@ -41,7 +41,7 @@ func (c countingWriter) Write(p []byte) (int, error) {
 	return c.ResponseWriter.Write(p)
 }
 
-func serveDir(t *testing.T, dir string) *counted {
+func serveDir(t testing.TB, dir string) *counted {
 	c := &counted{requests: map[string]int{}}
 	fs := http.FileServer(http.Dir(dir))
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
