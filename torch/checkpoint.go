@@ -20,6 +20,10 @@ type Checkpoint struct {
 
 	tensors []*Tensor
 	closer  io.Closer
+
+	// what the strict decoder read, for analyze's fast path
+	pickleEntry string // zip: the data.pkl record decoded
+	end         int64  // legacy: the offset after the last storage
 }
 
 // Entry is one leaf of the pickled object.
@@ -73,7 +77,7 @@ func NewReaderOptions(r io.ReaderAt, size int64, name string, opts Options) (c *
 			c, err = nil, &Error{Path: name, Offset: -1, Kind: ErrCorrupt, Msg: fmt.Sprintf("internal error while decoding: %v", p)}
 		}
 	}()
-	rep, c, err := analyze(r, size, name, &lim)
+	rep, c, err := analyzeForOpen(r, size, name, &lim)
 	if err != nil {
 		return nil, err
 	}

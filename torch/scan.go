@@ -103,6 +103,52 @@ func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanRepo
 	return rep, c, nil
 }
 
+// analyzeForOpen is analyze for Open and NewReader, which need the verdict
+// but not the list of allowed globals: when the strict decoder accepts the
+// file, every pickle it decoded has nothing to report but allowed globals
+// (the strict machine refuses exactly where the scanning one records a
+// finding), so only what it does not read is scanned: the other zip
+// members, gaps between records, bytes after the last legacy storage, an
+// end record of another zip. Anything short of clean is analysed again in
+// full, so the error is the one Scan's report implies.
+// FuzzScanConvertAgree checks that both paths agree.
+func analyzeForOpen(r io.ReaderAt, size int64, name string, lim *Limits) (*ScanReport, *Checkpoint, error) {
+	if c, err := fastOpen(r, size, lim); err == nil && c != nil {
+		return &ScanReport{Path: name, Format: c.Format, Tensors: len(c.tensors)}, c, nil
+	}
+	return analyze(r, size, name, lim)
+}
+
+// fastOpen returns the checkpoint if the strict decoder accepts it and the
+// parts of the scan it does not cover find nothing; else nil.
+func fastOpen(r io.ReaderAt, size int64, lim *Limits) (c *Checkpoint, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, nil
+		}
+	}()
+	c, err = open(r, size, lim)
+	if err != nil {
+		return nil, nil
+	}
+	rep := &ScanReport{}
+	switch c.Format {
+	case "zip":
+		scanZipExcept(r, size, lim, rep, c.pickleEntry)
+	case "legacy":
+		if c.end != size {
+			return nil, nil
+		}
+		scanZipPolyglot(r, size, lim, rep)
+	default:
+		return nil, nil
+	}
+	if rep.Verdict() != VerdictClean {
+		return nil, nil
+	}
+	return c, nil
+}
+
 // pickleScan is what scanSource found.
 type pickleScan struct {
 	first   any   // value of the first pickle, if it decoded
@@ -277,6 +323,12 @@ func scanZipPolyglot(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 }
 
 func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
+	scanZipExcept(r, size, lim, rep, "")
+}
+
+// scanZipExcept is scanZip without decoding the member named skip (which
+// the strict decoder read in full).
+func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip string) {
 	z, err := readZip(r, size, lim)
 	if err != nil {
 		rep.addProblem(errMsg(err))
@@ -316,6 +368,10 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	for _, e := range z.entries {
 		if isDataPkl(e.name) {
 			nData++
+		}
+		if skip != "" && e.name == skip {
+			skip = "" // only the first member of that name was decoded
+			continue
 		}
 		isPkl := strings.HasSuffix(asciiLower(e.name), ".pkl") // torch matches names case-insensitively
 		if isPkl && e.method == 8 && e.dataOff >= 0 && e.flags&badZipFlags == 0 {
