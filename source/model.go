@@ -121,7 +121,7 @@ func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
 	ck, err := torch.NewReader(o, o.Size, o.Name)
 	if err != nil {
 		err = classify(o, err)
-		if o.Format == Unknown && !IsIOError(err) {
+		if o.Format == Unknown && !IsIOError(err) && !errors.Is(err, torch.ErrNotAllowed) && !errors.Is(err, torch.ErrUnsupported) {
 			return nil, &ContentError{Location: o.Name, Format: o.Format, Msg: "not a safetensors file, a sharded model index or a PyTorch checkpoint", Hint: o.Hint, Err: err}
 		}
 		return nil, err

@@ -248,6 +248,7 @@ func scanOne(ctx context.Context, loc string) scanResult {
 		r.Verdict, r.Error = verdictError, err.Error()
 		return r
 	}
+	var modelErr error
 	switch o.Format {
 	case source.Safetensors, source.Compressed:
 		r.Format = "safetensors"
@@ -261,6 +262,7 @@ func scanOne(ctx context.Context, loc string) scanResult {
 			r.Verdict, r.Error = verdictError, err.Error()
 			return r
 		} else {
+			modelErr = err
 			r.Problems = append(r.Problems, err.Error())
 		}
 		// The checkpoint scanner finds nothing to decode in a valid
@@ -275,9 +277,6 @@ func scanOne(ctx context.Context, loc string) scanResult {
 	if o.Hint != "" {
 		r.Problems = append(r.Problems, "hint: "+o.Hint)
 	}
-	if rep.Truncated {
-		r.Problems = append(r.Problems, "too many findings: the lists are truncated (every name not allowed is still listed)")
-	}
 	for _, g := range rep.Globals {
 		r.Globals = append(r.Globals, scanGlobal{Module: g.Module, Name: g.Name, Entry: g.Entry, Offset: g.Offset, Verdict: g.Verdict, Reason: g.Reason})
 	}
@@ -285,8 +284,8 @@ func scanOne(ctx context.Context, loc string) scanResult {
 		r.DangerousOpcodes = append(r.DangerousOpcodes, scanOpcode{Opcode: op.Opcode, Entry: op.Entry, Offset: op.Offset, Target: op.Target})
 	}
 	r.Verdict = rep.Verdict()
-	if r.Verdict == verdictClean && len(r.Problems) > 0 {
-		r.Verdict = verdictInvalid
+	if r.Verdict == verdictClean && modelErr != nil {
+		r.Verdict = verdictInvalid // a safetensors file that does not validate
 	}
 	if ioErr := o.Err(); ioErr != nil && r.Verdict != verdictDangerous {
 		// a read failed part-way: what was not read was not checked

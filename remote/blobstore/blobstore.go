@@ -22,8 +22,10 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
@@ -129,7 +131,7 @@ func List(ctx context.Context, prefixURL string, opts ...Option) ([]ObjectInfo, 
 	if err != nil {
 		return nil, err
 	}
-	b, err := blob.OpenBucket(ctx, bucketURL)
+	b, err := openBucket(ctx, bucketURL)
 	if err != nil {
 		return nil, fmt.Errorf("%s: opening bucket: %w", redactString(prefixURL), err)
 	}
@@ -168,4 +170,22 @@ func redactString(s string) string {
 		return "(invalid URL)"
 	}
 	return redact(u)
+}
+
+var quietChecksums sync.Once
+
+// openBucket opens a bucket URL through gocloud. For S3 it first makes the
+// SDK validate response checksums only when the API requires it (unless
+// AWS_RESPONSE_CHECKSUM_VALIDATION says otherwise): the reads here are
+// byte ranges, which a whole-object checksum cannot cover, and the default
+// makes the SDK print a DEBUG line to stderr for every one of them.
+func openBucket(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
+	if strings.HasPrefix(bucketURL, "s3://") {
+		quietChecksums.Do(func() {
+			if os.Getenv("AWS_RESPONSE_CHECKSUM_VALIDATION") == "" {
+				os.Setenv("AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required")
+			}
+		})
+	}
+	return blob.OpenBucket(ctx, bucketURL)
 }

@@ -65,7 +65,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Object, error) {
 	if key == "" {
 		return nil, fmt.Errorf("%w: %s names a bucket or directory, not an object", remote.ErrInvalidURL, redactString(rawURL))
 	}
-	b, err := blob.OpenBucket(ctx, bucketURL)
+	b, err := openBucket(ctx, bucketURL)
 	if err != nil {
 		return nil, fmt.Errorf("%s: opening bucket: %w", redactString(rawURL), err)
 	}
