@@ -1,14 +1,14 @@
 package convert
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/gosafetensors/safetensors/internal/atomicfile"
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/sharded"
 	"github.com/gosafetensors/safetensors/torch"
 )
 
@@ -60,8 +60,8 @@ type dirJob struct {
 
 type indexJob struct {
 	in, out string
-	raw     map[string]json.RawMessage
-	shards  []string // checkpoint base names, sorted
+	src     *sharded.Index // the checkpoint's index
+	shards  []string       // checkpoint base names, sorted
 	wmap    map[string]string
 }
 
@@ -228,33 +228,20 @@ func readIndex(path string) (*indexJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	ij := &indexJob{in: path}
-	if err := json.Unmarshal(b, &ij.raw); err != nil {
-		return nil, fmt.Errorf("%w: %s: not a JSON object: %v", ErrInput, path, err)
+	// The index names files beside it; anything else (a path, "..", a URL)
+	// would let an index point the converter at arbitrary files:
+	// sharded.ParseIndex refuses those, and duplicate keys, before any
+	// shard is opened.
+	idx, err := sharded.ParseIndex(b, path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
-	if err := json.Unmarshal(ij.raw["weight_map"], &ij.wmap); err != nil || ij.wmap == nil {
-		return nil, fmt.Errorf("%w: %s: no weight_map of tensor name to file name", ErrInput, path)
-	}
-	seen := map[string]bool{}
-	for _, f := range ij.wmap {
-		// The index names files beside it; anything else (a path, "..")
-		// would let an index point the converter at arbitrary files.
-		if f == "" || f != filepath.Base(f) || f == "." || f == ".." || strings.ContainsAny(f, `/\`) {
-			return nil, fmt.Errorf("%w: %s: weight_map names %q, which is not a file name in the same directory", ErrInput, path, f)
-		}
-		if !seen[f] {
-			seen[f] = true
-			ij.shards = append(ij.shards, f)
-		}
-	}
-	slices.Sort(ij.shards)
-	return ij, nil
+	return &indexJob{in: path, src: idx, wmap: idx.WeightMap, shards: idx.Shards()}, nil
 }
 
 // write writes the safetensors index for the converted shards.
 func (ij *indexJob) write(byShard map[string]*Report) (warnings []string, err error) {
 	wmap := map[string]string{}
-	var totalSize int64
 	for _, shard := range ij.shards {
 		r := byShard[shard]
 		if r == nil {
@@ -263,7 +250,6 @@ func (ij *indexJob) write(byShard map[string]*Report) (warnings []string, err er
 		newName := filepath.Base(r.Output)
 		for _, t := range r.Tensors {
 			wmap[t.Name] = newName
-			totalSize += t.Bytes
 		}
 		removed := map[string]bool{}
 		for _, a := range r.Removed {
@@ -286,32 +272,21 @@ func (ij *indexJob) write(byShard map[string]*Report) (warnings []string, err er
 		}
 	}
 	slices.Sort(warnings)
-	out := map[string]any{}
-	for k, v := range ij.raw {
-		out[k] = v
-	}
-	md := map[string]json.RawMessage{}
-	if m, ok := ij.raw["metadata"]; ok {
-		if err := json.Unmarshal(m, &md); err != nil || md == nil {
-			md = map[string]json.RawMessage{}
+	// The safetensors index: the source's other metadata and members kept,
+	// totals recomputed from what was written, written as transformers does.
+	x := sharded.NewIndex()
+	x.Metadata, x.Extra = ij.src.Metadata, ij.src.Extra
+	for _, shard := range ij.shards {
+		r := byShard[shard]
+		newName := filepath.Base(r.Output)
+		for _, t := range r.Tensors {
+			dt, _ := safetensors.ParseDType(t.DType)
+			if err := x.Add(newName, safetensors.TensorInfo{Name: t.Name, DType: dt, Shape: t.Shape}); err != nil {
+				return nil, err
+			}
 		}
 	}
-	md["total_size"] = json.RawMessage(fmt.Sprint(totalSize))
-	out["metadata"] = md
-	out["weight_map"] = wmap
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	f, err := atomicfile.Create(ij.out)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Abort()
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return nil, err
-	}
-	if err := f.Commit(); err != nil {
+	if err := x.WriteFile(ij.out); err != nil {
 		return nil, err
 	}
 	return warnings, nil
