@@ -233,8 +233,8 @@ func NewPlan(c *torch.Checkpoint, opt Options) (*Plan, error) {
 		if _, dup := p.sources[c.name]; dup {
 			return nil, fmt.Errorf("%w: two entries become the tensor %q", ErrInput, c.name)
 		}
-		dt, ok := safetensors.ParseDType(c.t.DType)
-		if !ok {
+		dt := c.t.DType
+		if !dt.Valid() {
 			return nil, fmt.Errorf("%w: tensor %q: dtype %s has no safetensors equivalent", ErrInput, c.t.Name, c.t.DType)
 		}
 		p.sources[c.name] = c.t
@@ -377,7 +377,7 @@ func viewKey(t *torch.Tensor) string {
 	b := make([]byte, 0, 64)
 	b = strconv.AppendUint(b, uint64(uintptr(unsafe.Pointer(t.Storage))), 16)
 	b = append(b, '|')
-	b = append(b, t.DType...)
+	b = append(b, t.DType.String()...)
 	b = append(b, '|')
 	b = strconv.AppendInt(b, t.Offset, 10)
 	for _, dims := range [][]int64{t.Shape, t.Stride} {

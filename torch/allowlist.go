@@ -1,5 +1,7 @@
 package torch
 
+import "github.com/gosafetensors/safetensors"
+
 // role says what an allowlisted global may be used for.
 type role int
 
@@ -18,8 +20,8 @@ const (
 
 // storageType describes a torch storage class.
 type storageType struct {
-	name     string // "torch.FloatStorage"
-	dtype    string // safetensors dtype of the elements
+	name     string            // "torch.FloatStorage"
+	dtype    safetensors.DType // dtype of the elements
 	itemSize int
 	untyped  bool // torch.UntypedStorage: numel counts bytes
 }
@@ -27,7 +29,7 @@ type storageType struct {
 // dtypeInfo describes a torch dtype global.
 type dtypeInfo struct {
 	name     string // "torch.float8_e4m3fn"
-	dtype    string // safetensors spelling
+	dtype    safetensors.DType
 	itemSize int
 }
 
@@ -51,42 +53,42 @@ var allowlist = map[string]*allowEntry{
 
 func init() {
 	for _, s := range []storageType{
-		{name: "torch.FloatStorage", dtype: "F32", itemSize: 4},
-		{name: "torch.HalfStorage", dtype: "F16", itemSize: 2},
-		{name: "torch.BFloat16Storage", dtype: "BF16", itemSize: 2},
-		{name: "torch.DoubleStorage", dtype: "F64", itemSize: 8},
-		{name: "torch.CharStorage", dtype: "I8", itemSize: 1},
-		{name: "torch.ByteStorage", dtype: "U8", itemSize: 1},
-		{name: "torch.ShortStorage", dtype: "I16", itemSize: 2},
-		{name: "torch.IntStorage", dtype: "I32", itemSize: 4},
-		{name: "torch.LongStorage", dtype: "I64", itemSize: 8},
-		{name: "torch.BoolStorage", dtype: "BOOL", itemSize: 1},
-		{name: "torch.ComplexFloatStorage", dtype: "C64", itemSize: 8},
-		{name: "torch.UntypedStorage", dtype: "U8", itemSize: 1, untyped: true},
+		{name: "torch.FloatStorage", dtype: safetensors.F32, itemSize: 4},
+		{name: "torch.HalfStorage", dtype: safetensors.F16, itemSize: 2},
+		{name: "torch.BFloat16Storage", dtype: safetensors.BF16, itemSize: 2},
+		{name: "torch.DoubleStorage", dtype: safetensors.F64, itemSize: 8},
+		{name: "torch.CharStorage", dtype: safetensors.I8, itemSize: 1},
+		{name: "torch.ByteStorage", dtype: safetensors.U8, itemSize: 1},
+		{name: "torch.ShortStorage", dtype: safetensors.I16, itemSize: 2},
+		{name: "torch.IntStorage", dtype: safetensors.I32, itemSize: 4},
+		{name: "torch.LongStorage", dtype: safetensors.I64, itemSize: 8},
+		{name: "torch.BoolStorage", dtype: safetensors.BOOL, itemSize: 1},
+		{name: "torch.ComplexFloatStorage", dtype: safetensors.C64, itemSize: 8},
+		{name: "torch.UntypedStorage", dtype: safetensors.U8, itemSize: 1, untyped: true},
 	} {
 		s := s
 		allowlist[s.name] = &allowEntry{role: roleStorageType, storage: &s}
 	}
 	for _, d := range []dtypeInfo{
-		{name: "torch.float32", dtype: "F32", itemSize: 4},
-		{name: "torch.float16", dtype: "F16", itemSize: 2},
-		{name: "torch.bfloat16", dtype: "BF16", itemSize: 2},
-		{name: "torch.float64", dtype: "F64", itemSize: 8},
-		{name: "torch.int8", dtype: "I8", itemSize: 1},
-		{name: "torch.uint8", dtype: "U8", itemSize: 1},
-		{name: "torch.int16", dtype: "I16", itemSize: 2},
-		{name: "torch.int32", dtype: "I32", itemSize: 4},
-		{name: "torch.int64", dtype: "I64", itemSize: 8},
-		{name: "torch.bool", dtype: "BOOL", itemSize: 1},
-		{name: "torch.complex64", dtype: "C64", itemSize: 8},
-		{name: "torch.uint16", dtype: "U16", itemSize: 2},
-		{name: "torch.uint32", dtype: "U32", itemSize: 4},
-		{name: "torch.uint64", dtype: "U64", itemSize: 8},
-		{name: "torch.float8_e4m3fn", dtype: "F8_E4M3", itemSize: 1},
-		{name: "torch.float8_e5m2", dtype: "F8_E5M2", itemSize: 1},
-		{name: "torch.float8_e4m3fnuz", dtype: "F8_E4M3FNUZ", itemSize: 1},
-		{name: "torch.float8_e5m2fnuz", dtype: "F8_E5M2FNUZ", itemSize: 1},
-		{name: "torch.float8_e8m0fnu", dtype: "F8_E8M0", itemSize: 1},
+		{name: "torch.float32", dtype: safetensors.F32, itemSize: 4},
+		{name: "torch.float16", dtype: safetensors.F16, itemSize: 2},
+		{name: "torch.bfloat16", dtype: safetensors.BF16, itemSize: 2},
+		{name: "torch.float64", dtype: safetensors.F64, itemSize: 8},
+		{name: "torch.int8", dtype: safetensors.I8, itemSize: 1},
+		{name: "torch.uint8", dtype: safetensors.U8, itemSize: 1},
+		{name: "torch.int16", dtype: safetensors.I16, itemSize: 2},
+		{name: "torch.int32", dtype: safetensors.I32, itemSize: 4},
+		{name: "torch.int64", dtype: safetensors.I64, itemSize: 8},
+		{name: "torch.bool", dtype: safetensors.BOOL, itemSize: 1},
+		{name: "torch.complex64", dtype: safetensors.C64, itemSize: 8},
+		{name: "torch.uint16", dtype: safetensors.U16, itemSize: 2},
+		{name: "torch.uint32", dtype: safetensors.U32, itemSize: 4},
+		{name: "torch.uint64", dtype: safetensors.U64, itemSize: 8},
+		{name: "torch.float8_e4m3fn", dtype: safetensors.F8_E4M3, itemSize: 1},
+		{name: "torch.float8_e5m2", dtype: safetensors.F8_E5M2, itemSize: 1},
+		{name: "torch.float8_e4m3fnuz", dtype: safetensors.F8_E4M3FNUZ, itemSize: 1},
+		{name: "torch.float8_e5m2fnuz", dtype: safetensors.F8_E5M2FNUZ, itemSize: 1},
+		{name: "torch.float8_e8m0fnu", dtype: safetensors.F8_E8M0, itemSize: 1},
 	} {
 		d := d
 		allowlist[d.name] = &allowEntry{role: roleDType, dtype: &d}

@@ -97,7 +97,7 @@ func checkTensors(t *testing.T, c *Checkpoint, want map[string]sidecarEntry, lay
 		if tn.Name != name {
 			t.Errorf("tensor %q has Name %q", name, tn.Name)
 		}
-		if tn.DType != w.DType || !equalInts(tn.Shape, w.Shape) {
+		if tn.DType.String() != w.DType || !equalInts(tn.Shape, w.Shape) {
 			t.Errorf("%q: got %s %v, want %s %v", name, tn.DType, tn.Shape, w.DType, w.Shape)
 			continue
 		}

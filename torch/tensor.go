@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"github.com/gosafetensors/safetensors"
 	"hash/crc32"
 	"io"
 	"slices"
@@ -11,12 +12,12 @@ import (
 // _rebuild_tensor_v2 describes it. Its fields are validated when the
 // checkpoint is opened: the view lies inside the storage.
 type Tensor struct {
-	Name         string   // dotted entry name
-	DType        string   // safetensors spelling: F32 F16 BF16 F64 I8 U8 I16 I32 I64 BOOL C64 U16 U32 U64 F8_E4M3 F8_E5M2 ...
-	Shape        []int64  // sizes
-	Stride       []int64  // in elements
-	Offset       int64    // storage offset in elements
-	Storage      *Storage // shared by every view of the same storage key
+	Name         string            // dotted entry name
+	DType        safetensors.DType // element type (torch has no dtype that safetensors lacks here: the rest are refused)
+	Shape        []int64           // sizes
+	Stride       []int64           // in elements
+	Offset       int64             // storage offset in elements
+	Storage      *Storage          // shared by every view of the same storage key
 	RequiresGrad bool
 	IsParameter  bool // wrapped in torch._utils._rebuild_parameter*
 
@@ -27,11 +28,11 @@ type Tensor struct {
 // Storage is one storage record: the raw bytes of data/<key> in a zip
 // checkpoint, or one storage of a legacy stream. The bytes stay in the file.
 type Storage struct {
-	Key      string // storage key from the persistent id
-	DType    string // element dtype of the storage type (U8 for torch.UntypedStorage)
-	ItemSize int    // bytes per element
-	Numel    int64  // elements, from the persistent id
-	Location string // device tag ("cpu", "cuda:0", ...), informational
+	Key      string            // storage key from the persistent id
+	DType    safetensors.DType // element dtype of the storage type (U8 for torch.UntypedStorage)
+	ItemSize int               // bytes per element
+	Numel    int64             // elements, from the persistent id
+	Location string            // device tag ("cpu", "cuda:0", ...), informational
 
 	sec      *io.SectionReader // exactly Numel*ItemSize bytes
 	path     string            // file name for errors

@@ -231,7 +231,7 @@ func TestV3AndParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := c.Tensor("u"); u.DType != "U16" || u.Storage.DType != "U8" || u.NBytes() != 8 {
+	if u := c.Tensor("u"); u.DType.String() != "U16" || u.Storage.DType.String() != "U8" || u.NBytes() != 8 {
 		t.Fatalf("%+v", u)
 	}
 	p, tied := c.Tensor("p"), c.Tensor("tied")

@@ -25,7 +25,7 @@ func rewrite(t testing.TB, c *Checkpoint) []torchtest.Tensor {
 		}
 		tn := e.Tensor
 		tt := torchtest.Tensor{
-			Name: e.Name, DType: tn.DType, Shape: tn.Shape, Stride: tn.Stride, Offset: tn.Offset,
+			Name: e.Name, DType: tn.DType.String(), Shape: tn.Shape, Stride: tn.Stride, Offset: tn.Offset,
 			RequiresGrad: tn.RequiresGrad, Parameter: tn.IsParameter, SameAs: e.SameAs,
 			Storage: tn.Storage.Key, Location: tn.Storage.Location,
 		}
