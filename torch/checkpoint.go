@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/gosafetensors/safetensors"
 	"io"
 	"math/big"
 	"os"
@@ -20,6 +21,7 @@ type Checkpoint struct {
 
 	tensors []*Tensor
 	closer  io.Closer
+	name    string // for errors
 
 	// what the strict decoder read, for analyze's fast path
 	pickleEntry string // zip: the data.pkl record decoded
@@ -88,6 +90,7 @@ func NewReaderOptions(r io.ReaderAt, size int64, name string, opts Options) (c *
 	for _, t := range c.tensors {
 		t.Storage.path = name
 	}
+	c.name = name
 	return c, nil
 }
 
@@ -104,8 +107,22 @@ func (c *Checkpoint) Close() error {
 // Tensors returns the tensor entries in pickle order.
 func (c *Checkpoint) Tensors() []*Tensor { return c.tensors }
 
-// Tensor returns the tensor entry with the given name, or nil.
-func (c *Checkpoint) Tensor(name string) *Tensor {
+// Tensor returns the tensor entry with the given name; a name the
+// checkpoint does not hold is a *safetensors.FormatError wrapping
+// safetensors.ErrTensorNotFound, as in the root package.
+func (c *Checkpoint) Tensor(name string) (*Tensor, error) {
+	if t := c.Lookup(name); t != nil {
+		return t, nil
+	}
+	file := c.name
+	if file == "" {
+		file = "checkpoint"
+	}
+	return nil, safetensors.MissingTensor(file, name)
+}
+
+// Lookup returns the tensor entry with the given name, or nil.
+func (c *Checkpoint) Lookup(name string) *Tensor {
 	for _, t := range c.tensors {
 		if t.Name == name {
 			return t

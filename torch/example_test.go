@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/torch"
 )
 
@@ -14,9 +15,26 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	t := c.Tensor("bf16")
+	t, err := c.Tensor("bf16")
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(c.Format, t.DType, t.Shape, t.NBytes(), "bytes")
-	// Output: zip BF16 [2 2] 8 bytes
+	if _, err := c.Tensor("nope"); errors.Is(err, safetensors.ErrTensorNotFound) {
+		fmt.Println(err)
+	}
+	// Output:
+	// zip BF16 [2 2] 8 bytes
+	// ../testdata/torch/dtypes.pt: tensor "nope": no such tensor (TensorNotFound)
+}
+
+func ExampleScanFile() {
+	rep, err := torch.ScanFile("../testdata/malicious/reduce_posix_system_p2.pkl")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(rep.Verdict(), rep.NotAllowed())
+	// Output: dangerous [posix.system]
 }
 
 func ExampleOpen_refused() {

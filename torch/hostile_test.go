@@ -155,7 +155,7 @@ func TestHostileBuildersBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := c.Tensor("w"); w == nil || w.NBytes() != 16 {
+	if w := c.Lookup("w"); w == nil || w.NBytes() != 16 {
 		t.Fatalf("%+v", c.Entries)
 	}
 	if rep := scanBytes(t, hCheckpoint(pkl, "0", f32s(4))); !rep.Safe() || rep.Tensors != 1 {
@@ -253,11 +253,11 @@ func TestHostileTextIntegers(t *testing.T) {
 	// so here.
 	pkl := cat("(", hStr("w"), "ctorch._utils\n_rebuild_tensor_v2\n(", hPid("FloatStorage", "0", 10),
 		"I0\n(I010\nt(I1\ntI00\nccollections\nOrderedDict\n)RtRd.")
-	if c, err := openBytes(t, hCheckpoint(pkl, "0", f32s(10))); err != nil || c.Tensor("w").Numel() != 8 {
+	if c, err := openBytes(t, hCheckpoint(pkl, "0", f32s(10))); err != nil || c.Lookup("w").Numel() != 8 {
 		t.Fatalf("octal protocol-0 size: %v", err)
 	}
 	pkl = bytes.Replace(pkl, []byte("I010\n"), []byte("I10\n"), 1)
-	if c, err := openBytes(t, hCheckpoint(pkl, "0", f32s(10))); err != nil || c.Tensor("w").Numel() != 10 {
+	if c, err := openBytes(t, hCheckpoint(pkl, "0", f32s(10))); err != nil || c.Lookup("w").Numel() != 10 {
 		t.Fatalf("canonical protocol-0 tensor: %v", err)
 	}
 }
@@ -361,7 +361,7 @@ func TestHostileParameterState(t *testing.T) {
 	}
 	for name, state := range map[string][]byte{"none": []byte("N"), "empty": []byte("}"), "empty pair": cat("}N", 0x86)} {
 		c, err := openBytes(t, hCheckpoint(param(state), "0", f32s(4)))
-		if err != nil || !c.Tensor("p").IsParameter || c.Tensor("p").Numel() != 4 {
+		if err != nil || !c.Lookup("p").IsParameter || c.Lookup("p").Numel() != 4 {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
@@ -617,7 +617,7 @@ func TestHostileLegacy(t *testing.T) {
 	}
 	ok := hLegacy(obj(2), []string{"k"}, hLegacyStorage(2, f32s(2)))
 	c, err := openBytes(t, ok)
-	if err != nil || c.Format != "legacy" || c.Tensor("w").Numel() != 2 {
+	if err != nil || c.Format != "legacy" || c.Lookup("w").Numel() != 2 {
 		t.Fatalf("baseline: %v", err)
 	}
 	// the header says 3 elements, the pid 2: torch refuses ("wrong byte size")
@@ -687,7 +687,7 @@ func TestHostileMemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := c.Tensor("w"); len(w.Shape) != 1 || w.Shape[0] != 2 {
+	if w := c.Lookup("w"); len(w.Shape) != 1 || w.Shape[0] != 2 {
 		t.Fatalf("shape %v", w.Shape)
 	}
 	// PUT overwrites an index; GET returns the latest value (as in CPython)

@@ -76,7 +76,7 @@ func TestStridedViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range views {
-		tn := c.Tensor(v.Name)
+		tn := c.Lookup(v.Name)
 		stride := v.Stride
 		if stride == nil {
 			stride = []int64{1}
@@ -93,10 +93,10 @@ func TestStridedViews(t *testing.T) {
 			}
 		}
 	}
-	if !c.Tensor("row").Contiguous() || c.Tensor("t").Contiguous() || !c.Tensor("empty").Contiguous() {
+	if !c.Lookup("row").Contiguous() || c.Lookup("t").Contiguous() || !c.Lookup("empty").Contiguous() {
 		t.Fatal("Contiguous is wrong")
 	}
-	if c.Tensor("t").SameView(c.Tensor("base")) || !c.Tensor("t").SameView(c.Tensor("t")) {
+	if c.Lookup("t").SameView(c.Lookup("base")) || !c.Lookup("t").SameView(c.Lookup("t")) {
 		t.Fatal("SameView is wrong")
 	}
 }
@@ -231,10 +231,10 @@ func TestV3AndParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := c.Tensor("u"); u.DType.String() != "U16" || u.Storage.DType.String() != "U8" || u.NBytes() != 8 {
+	if u := c.Lookup("u"); u.DType.String() != "U16" || u.Storage.DType.String() != "U8" || u.NBytes() != 8 {
 		t.Fatalf("%+v", u)
 	}
-	p, tied := c.Tensor("p"), c.Tensor("tied")
+	p, tied := c.Lookup("p"), c.Lookup("tied")
 	if !p.IsParameter || !p.RequiresGrad || !p.SameView(tied) || c.Entries[3].SameAs != "p" {
 		t.Fatalf("%+v %+v", p, c.Entries[3])
 	}

@@ -35,7 +35,7 @@ func TestViewReadAt(t *testing.T) {
 				stride = []int64{1}
 			}
 			want := reference(data, 4, v.Offset, v.Shape, stride)
-			view := c.Tensor(v.Name).View()
+			view := c.Lookup(v.Name).View()
 			if view.Size() != int64(len(want)) {
 				t.Fatalf("%s: Size %d, want %d", v.Name, view.Size(), len(want))
 			}
@@ -76,7 +76,7 @@ func TestViewExpandBoundedMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := c.Tensor("x").View()
+	v := c.Lookup("x").View()
 	if v.Size() != 1<<30 {
 		t.Fatalf("size %d", v.Size())
 	}
