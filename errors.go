@@ -38,6 +38,8 @@ var (
 	ErrInvalidSlice = errors.New("InvalidSlice")
 	// ErrDTypeMismatch: typed access asked for a Go type that does not match the tensor's dtype.
 	ErrDTypeMismatch = errors.New("DTypeMismatch")
+	// ErrOption: an invalid option value was passed.
+	ErrOption = errors.New("invalid option")
 	// ErrClosed: the file was closed.
 	ErrClosed = errors.New("file already closed")
 )

@@ -40,7 +40,10 @@ func NewFile(f *os.File, opts ...Option) (*File, error) {
 		return nil, err
 	}
 	opts = append([]Option{WithName(f.Name())}, opts...)
-	o := buildOptions(opts)
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	size := st.Size()
 	var src interface {
 		ReadAt([]byte, int64) (int, error)

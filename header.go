@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"encoding/binary"
+	"fmt"
 	"iter"
 	"math"
 	"slices"
@@ -105,25 +106,34 @@ type options struct {
 	name          string
 }
 
-// Option configures [Open], [NewReader] and [ReadHeader].
-type Option func(*options)
+// Option configures [Open], [NewReader] and [ReadHeader]. An invalid
+// value makes the call fail with an error wrapping [ErrOption], never
+// silently ignored.
+type Option func(*options) error
 
-// WithMaxHeaderSize sets the largest header length accepted, in bytes. The
-// default is [DefaultMaxHeaderSize].
+// WithMaxHeaderSize sets the largest header length accepted, in bytes
+// (0 to 2^63-1). The default is [DefaultMaxHeaderSize].
 func WithMaxHeaderSize(n int64) Option {
-	return func(o *options) {
-		if n >= 0 {
-			o.maxHeaderSize = uint64(n)
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("%w: WithMaxHeaderSize(%d): a size cannot be negative", ErrOption, n)
 		}
+		o.maxHeaderSize = uint64(n)
+		return nil
 	}
 }
 
-func buildOptions(opts []Option) options {
+func buildOptions(opts []Option) (options, error) {
 	o := options{maxHeaderSize: DefaultMaxHeaderSize}
 	for _, f := range opts {
-		f(&o)
+		if f == nil {
+			return o, fmt.Errorf("%w: nil Option", ErrOption)
+		}
+		if err := f(&o); err != nil {
+			return o, err
+		}
 	}
-	return o
+	return o, nil
 }
 
 // checkPrefix validates the 8-byte length prefix against the limit and, when

@@ -23,14 +23,17 @@ type Reader struct {
 
 // WithName sets the file name that error messages start with.
 func WithName(name string) Option {
-	return func(o *options) { o.name = name }
+	return func(o *options) error { o.name = name; return nil }
 }
 
 // NewReader reads and validates the header of the safetensors file held by r,
 // which is size bytes long. Tensor data is read only when asked for, so r may
 // be a file, an HTTP range reader or anything else that can read at offsets.
 func NewReader(r io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
-	o := buildOptions(opts)
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	h, err := readHeaderAt(r, size, o)
 	if err != nil {
 		return nil, withFile(err, o.name)
@@ -144,7 +147,10 @@ func (h *Header) buildIndex() {
 // section is complete, since it does not know the file's size. Memory grows
 // only as header bytes actually arrive.
 func ReadHeader(r io.Reader, opts ...Option) (*Header, error) {
-	o := buildOptions(opts)
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	var prefix [8]byte
 	n, err := io.ReadFull(r, prefix[:])
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {

@@ -121,3 +121,13 @@ func TestReaderIsSource(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestInvalidOptionRefused(t *testing.T) {
+	b, _ := Marshal(nil, nil)
+	if _, err := NewReader(bytes.NewReader(b), int64(len(b)), WithMaxHeaderSize(-1)); !errors.Is(err, ErrOption) {
+		t.Fatalf("WithMaxHeaderSize(-1): %v", err)
+	}
+	if _, err := ReadHeader(bytes.NewReader(b), nil); !errors.Is(err, ErrOption) {
+		t.Fatalf("nil option: %v", err)
+	}
+}
