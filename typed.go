@@ -93,6 +93,19 @@ func As[T Number](t *Tensor) ([]T, error) {
 	return out, nil
 }
 
+// View returns little-endian bytes b as a []T without copying, when the
+// host is little-endian, b is aligned for T and holds a whole number of
+// elements (ok false otherwise: decode or copy instead). The view aliases
+// b.
+func View[T Number](b []byte) (v []T, ok bool) {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	if !littleEndianHost || len(b) == 0 || len(b)%size != 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%unsafe.Alignof(z) != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size), true
+}
+
 // swapToHost reverses each element's bytes (little-endian data on a
 // big-endian host); complex64 halves are swapped as two float32.
 func swapToHost(b []byte, size int) {

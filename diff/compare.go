@@ -7,7 +7,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/gosafetensors/safetensors"
 )
@@ -350,18 +349,13 @@ func (w *worker) decodeRun(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.D
 	return nil
 }
 
-// littleEndian is true on hosts whose memory order matches the format's.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
 // view returns b as a []F without copying when ok says the dtype is F and
 // the host and alignment allow it.
 func view[F float32 | float64](ok bool, b []byte) ([]F, bool) {
-	var z F
-	size := int(unsafe.Sizeof(z))
-	if !ok || !littleEndian || len(b)%size != 0 || len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) != 0 {
+	if !ok {
 		return nil, false
 	}
-	return unsafe.Slice((*F)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size), true
+	return safetensors.View[F](b)
 }
 
 func compareBlock[F float32 | float64](r *chunkResult, va, vb []F, eps float64) {

@@ -2,11 +2,9 @@ package stats
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/gosafetensors/safetensors"
 )
@@ -285,18 +283,13 @@ func (bl *blocks) addScaled(a *acc, dt safetensors.DType, b []byte) error {
 	return nil
 }
 
-// littleEndian is true on hosts whose memory order matches the format's.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
 // view returns b as a []F without copying when ok says the dtype is F and
 // the host and alignment allow it.
 func view[F float32 | float64](ok bool, b []byte) ([]F, bool) {
-	var z F
-	size := int(unsafe.Sizeof(z))
-	if !ok || !littleEndian || len(b)%size != 0 || len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) != 0 {
+	if !ok {
 		return nil, false
 	}
-	return unsafe.Slice((*F)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size), true
+	return safetensors.View[F](b)
 }
 
 func finish(t *safetensors.Tensor, a acc) Stats {
