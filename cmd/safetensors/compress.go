@@ -52,6 +52,9 @@ written atomically and never replaces an existing file without --force.
 
 Exit status: 0 compressed, 1 the input is not a valid safetensors file,
 2 could not read or write (or the output exists: use --force).`,
+		Example: `  safetensors compress model.safetensors                  # -> model.safetensors.zst
+  safetensors compress --codec grouped model.safetensors  # -> model.grouped.safetensors
+  safetensors compress -c lz4 --frame-size 4MiB model.safetensors out.lz4`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := ""
@@ -85,6 +88,9 @@ an existing file without --force.
 
 Exit status: 0 restored, 1 the input is not compressed or is corrupt, 2 could
 not read or write (or the output exists: use --force).`,
+		Example: `  safetensors decompress model.safetensors.zst            # -> model.safetensors
+  safetensors decompress model.grouped.safetensors        # -> model.safetensors
+  safetensors decompress --max-size 100GiB in.zst out.safetensors`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := ""
