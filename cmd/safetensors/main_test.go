@@ -67,3 +67,15 @@ func TestExitError(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// Every command shows an example in its --help.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	for _, c := range newRootCmd().Commands() {
+		if c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		if c.Example == "" {
+			t.Errorf("%s has no Example", c.Name())
+		}
+	}
+}
