@@ -52,6 +52,21 @@ func NewFile(f *os.File, opts ...Option) (*File, error) {
 	if err == nil && mapping != nil {
 		src = bytesReaderAt(mapping)
 	}
+	// A compressed container: tensors come from the decompressing reader
+	// (over the mapping), not from the mapping itself.
+	ra, usize, isCompressed, err := decompressed(src, size, o)
+	if err != nil {
+		unmapFile(mapping)
+		return nil, withFile(err, o.name)
+	}
+	if isCompressed {
+		h, err := readHeaderAt(ra, usize, o)
+		if err != nil {
+			unmapFile(mapping)
+			return nil, withFile(err, o.name)
+		}
+		return &File{Reader: Reader{Header: *h, name: o.name, src: ra, size: usize}, f: f, mapping: mapping}, nil
+	}
 	h, err := readHeaderAt(src, size, o)
 	if err != nil {
 		unmapFile(mapping)

@@ -104,6 +104,7 @@ func (h *Header) All() iter.Seq2[string, TensorInfo] {
 type options struct {
 	maxHeaderSize uint64
 	name          string
+	raw           bool // WithoutDecompression
 }
 
 // Option configures [Open], [NewReader] and [ReadHeader]. An invalid

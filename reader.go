@@ -34,6 +34,9 @@ func NewReader(r io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r, size, _, err = decompressed(r, size, o); err != nil {
+		return nil, err
+	}
 	h, err := readHeaderAt(r, size, o)
 	if err != nil {
 		return nil, withFile(err, o.name)

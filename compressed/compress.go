@@ -86,7 +86,7 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	sr, err := safetensors.NewReader(src, size, safetensors.WithName(c.name))
+	sr, err := safetensors.NewReader(src, size, safetensors.WithName(c.name), safetensors.WithoutDecompression())
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+
+	"github.com/gosafetensors/safetensors"
 )
 
 // Format is what [Detect] found.
@@ -83,4 +85,21 @@ func Detect(r io.ReaderAt, size int64) (Format, error) {
 		return GroupedFormat, nil
 	}
 	return None, nil
+}
+
+func init() {
+	safetensors.RegisterDecompressor(safetensors.Decompressor{
+		Name: "compressed (zstd, lz4, grouped)",
+		Detect: func(r io.ReaderAt, size int64) (bool, error) {
+			f, err := Detect(r, size)
+			return f != None, err
+		},
+		Open: func(r io.ReaderAt, size int64, name string) (io.ReaderAt, int64, error) {
+			ra, err := NewReaderAt(r, size, WithName(name))
+			if err != nil {
+				return nil, 0, err
+			}
+			return ra, ra.Size(), nil
+		},
+	})
 }

@@ -30,7 +30,7 @@ type groupedIndex struct {
 // safetensors file, version 1, whose tensors are chunks "<i>/<name>" of
 // dtype U8 numbered 0..n-1, each with a decompressed length in the index.
 func readGroupedIndex(r io.ReaderAt, size int64, maxFrame int64) (*groupedIndex, error) {
-	sr, err := safetensors.NewReader(r, size)
+	sr, err := safetensors.NewReader(r, size, safetensors.WithoutDecompression())
 	if err != nil {
 		var fe *safetensors.FormatError
 		if errors.As(err, &fe) {
