@@ -243,11 +243,7 @@ func scanOne(ctx context.Context, loc string) scanResult {
 		r.Verdict, r.Error = verdictError, loc+": is a directory"
 		return r
 	}
-	rep, err := torch.Scan(o, o.Size, loc)
-	if err != nil {
-		r.Verdict, r.Error = verdictError, err.Error()
-		return r
-	}
+	var rep *torch.ScanReport
 	var modelErr error
 	switch o.Format {
 	case source.Safetensors, source.Compressed:
@@ -265,12 +261,24 @@ func scanOne(ctx context.Context, loc string) scanResult {
 			modelErr = err
 			r.Problems = append(r.Problems, err.Error())
 		}
-		// The checkpoint scanner finds nothing to decode in a valid
-		// safetensors file; anything it names (a tar or pickle reading of
-		// the same bytes) is reported, its complaints about the file not
-		// being a checkpoint are not.
-		rep.Problems = nil
+		// torch.load reads such a file only if it is also a tar archive
+		// (the first bytes of a safetensors file or a zstd/lz4 container
+		// cannot form a pickle that imports anything): then every member
+		// torch would unpickle is scanned.
+		if torch.IsTar(o, o.Size) {
+			if rep, err = torch.Scan(o, o.Size, loc); err != nil {
+				r.Verdict, r.Error = verdictError, err.Error()
+				return r
+			}
+			r.Problems = append(r.Problems, "polyglot: this file is also a tar archive torch.load would read")
+		} else {
+			rep = &torch.ScanReport{}
+		}
 	default:
+		if rep, err = torch.Scan(o, o.Size, loc); err != nil {
+			r.Verdict, r.Error = verdictError, err.Error()
+			return r
+		}
 		r.Format = rep.Format
 	}
 	r.Problems = append(r.Problems, rep.Problems...)
@@ -284,8 +292,8 @@ func scanOne(ctx context.Context, loc string) scanResult {
 		r.DangerousOpcodes = append(r.DangerousOpcodes, scanOpcode{Opcode: op.Opcode, Entry: op.Entry, Offset: op.Offset, Target: op.Target})
 	}
 	r.Verdict = rep.Verdict()
-	if r.Verdict == verdictClean && modelErr != nil {
-		r.Verdict = verdictInvalid // a safetensors file that does not validate
+	if r.Verdict == verdictClean && (modelErr != nil || len(r.Problems) > 0) {
+		r.Verdict = verdictInvalid // a safetensors file that does not validate, or a polyglot
 	}
 	if ioErr := o.Err(); ioErr != nil && r.Verdict != verdictDangerous {
 		// a read failed part-way: what was not read was not checked
