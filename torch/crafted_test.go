@@ -313,6 +313,35 @@ func craftedFiles() []craftedEntry {
 		Attack:      "a valid checkpoint with 10,001 allowlisted GLOBAL opcodes: converts, so scan must say clean",
 		ScanVerdict: "clean", Convert: "convert", data: hCheckpoint(benignZipPickle(allowed10k), "0", f32s(4))})
 
+	// ---- frames that run past their STOP ----
+	{
+		// f6: after the STOP a clean legacy stream whose ByteStorage runs to
+		// EOF; at the frame end (where CPython may leave the file) the payload
+		const k, r = 64, 16
+		evil := systemPickle()
+		n := int64(k + len(evil) + r)
+		obj := hPickle(hDict(hStr("w"), hTensor(hLegacyPid("ByteStorage", "0", n), 0, []int64{n}, []int64{1})))
+		body := hLegacy(obj, []string{"0"}, hLegacyStorage(n, make([]byte, k)))[2:] // magic pickle without its PROTO
+		p := cat(0x80, 4, 0x95, binary.LittleEndian.AppendUint64(nil, uint64(len(body))), body, evil, make([]byte, r))
+		add(craftedEntry{Name: "frame_legacy_past_stop_clean_tail.pt", Class: "parser",
+			Attack:      "the legacy magic pickle's FRAME runs past its STOP: read from the STOP it is a clean checkpoint whose storage swallows the rest; CPython may leave the file at the frame end, where posix.system sits",
+			ScanVerdict: "dangerous", Globals: sys, Entry: "pickle 1 (from a frame end)", Offset: off(bytes.Index(p, []byte("cposix"))), Convert: "refuse", ConvertErr: "not allowed", data: p})
+		// f7: the same in the tar member torch reads pickle by pickle
+		evilB := cat("B", le32(uint32(len(evil))))
+		fb := cat("K\x00.", 0x80, 2, "].", repeat("N0", 10), evilB)
+		st := cat(0x80, 4, 0x95, binary.LittleEndian.AppendUint64(nil, uint64(len(fb))), fb, evil)
+		add(craftedEntry{Name: "frame_tar_storages_past_stop.pt", Class: "parser",
+			Attack:      "tar member storages: a FRAME runs past the first pickle's STOP; from the STOP a BINBYTES swallows the payload, from the frame end (CPython with an unbuffered file) it is posix.system",
+			ScanVerdict: "dangerous", Globals: sys, Entry: "tar member storages (from a frame end)", Convert: "refuse", ConvertErr: "not allowed",
+			data: legacyTarPolyglot(tarImage(tarM{name: "storages", data: st}), false)})
+		// f5: the walker (decoding failed before) sees a FRAME run past a STOP
+		fw := cat("N.", evilB)
+		p = cat(0xff, 0x80, 4, 0x95, binary.LittleEndian.AppendUint64(nil, uint64(len(fw))), fw, evil)
+		add(craftedEntry{Name: "frame_walker_past_stop.pkl", Class: "parser",
+			Attack:      "decoding stops at once; the walker then meets a FRAME that runs past its STOP, after which a BINBYTES swallows posix.system: it must also walk from the frame end",
+			ScanVerdict: "dangerous", Globals: sys, Entry: "pickle 1 (from a frame end)", Offset: off(bytes.Index(p, []byte("cposix"))), Convert: "refuse", ConvertErr: "not allowed", data: p})
+	}
+
 	// ---- defects ----
 	add(craftedEntry{Name: "legacy_sys_info_little_endian_1.pt", Class: "defect",
 		Attack:      "legacy sys_info with little_endian=1 (an int): torch ignores sys_info",

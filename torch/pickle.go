@@ -32,6 +32,10 @@ type vm struct {
 	proto   int
 	encoded int64 // bytes produced by _codecs.encode calls
 
+	// frameEnd is the furthest end of a FRAME seen (relative offset, 0:
+	// none); frameOver is set when it lies past the STOP (see run)
+	frameEnd, frameOver int64
+
 	storages map[string]*storageRef
 	ids      *int
 
@@ -184,12 +188,35 @@ func (m *vm) run() (any, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := m.checkFrameEnd(off); err != nil {
+				return nil, err
+			}
 			return v, nil
 		}
 		if err := m.step(op, off); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// checkFrameEnd handles a FRAME that runs past the STOP at off. Python's
+// Unpickler leaves the file either just after the STOP (a buffered file
+// that prefetched the frame) or at the frame's end (a frame read with
+// read(n): unbuffered files, BytesIO, frames larger than the buffer), so
+// the next pickle torch reads may start at either. Pickle writers end the
+// last frame with the STOP. Strict mode refuses; scan mode records a
+// problem and leaves frameOver for the caller to scan from the frame end.
+func (m *vm) checkFrameEnd(off int64) error {
+	if m.frameEnd <= m.src.pos {
+		return nil
+	}
+	msg := fmt.Sprintf("FRAME runs %d bytes past the STOP (to offset %d): the next pickle may start after the STOP or at the frame end; both are scanned", m.frameEnd-m.src.pos, m.frameEnd)
+	if m.scan == nil {
+		return m.errf(ErrCorrupt, off, "%s", msg)
+	}
+	m.scan.problem(m.entry, off, msg)
+	m.frameOver = m.frameEnd
+	return nil
 }
 
 // failState returns, after run failed in scan mode, the offset of the
@@ -244,6 +271,7 @@ func (m *vm) step(op byte, off int64) error {
 		if n > uint64(m.src.remaining()) {
 			return m.errf(ErrCorrupt, off, "FRAME of %d bytes exceeds the %d bytes that remain", n, m.src.remaining())
 		}
+		m.frameEnd = max(m.frameEnd, m.src.pos+int64(n))
 		return nil
 	case opMark:
 		if len(m.marks) >= m.lim.MaxMarks {

@@ -2,6 +2,7 @@ package torch
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"strconv"
 	"unicode"
@@ -43,7 +44,13 @@ type walker struct {
 	memoLost   bool // puts were dropped: an unknown GET index may be one
 	bottomLost bool // the bottom of the stack was dropped
 	found      int  // globals reported
+
+	frameEnd  int64   // furthest end of a FRAME in the current pickle (0: none)
+	frameEnds []int64 // frame ends past a STOP, for the caller to walk from (see vm.checkFrameEnd)
 }
+
+// maxFrameEnds bounds the frame ends one walker records.
+const maxFrameEnds = 64
 
 // walkRegion walks [start, end) of an entry read through r (positioned at
 // start), starting from the shadow state st (nil: a fresh pickle).
@@ -204,6 +211,7 @@ func (w *walker) reset() {
 		w.memo = make(map[uint64]shadow)
 	}
 	w.memoLost, w.bottomLost = false, false
+	w.frameEnd = 0
 }
 
 func (w *walker) run() {
@@ -214,6 +222,14 @@ func (w *walker) run() {
 			return
 		}
 		if op == opStop {
+			if w.frameEnd > w.pos {
+				w.rep.addProblem(fmt.Sprintf("%s offset %d: FRAME runs %d bytes past the STOP (to offset %d): the next pickle may start after the STOP or at the frame end; both are walked", w.entry, off, w.frameEnd-w.pos, w.frameEnd))
+				if len(w.frameEnds) < maxFrameEnds {
+					w.frameEnds = append(w.frameEnds, w.frameEnd)
+				} else {
+					w.rep.addProblem(fmt.Sprintf("%s offset %d: more than %d FRAMEs run past their STOP; the bytes from this frame end were not walked again", w.entry, off, maxFrameEnds))
+				}
+			}
 			w.reset()
 			continue
 		}
@@ -327,8 +343,12 @@ func (w *walker) step(op byte, off int64) bool {
 			return false
 		}
 	case opFrame:
-		if _, ok := w.le(8); !ok {
+		n, ok := w.le(8)
+		if !ok {
 			return false
+		}
+		if n <= uint64(w.end-w.pos) {
+			w.frameEnd = max(w.frameEnd, w.pos+int64(n))
 		}
 	case opBinInt1:
 		return w.skipPush(1)

@@ -179,7 +179,37 @@ func walkAt(ra io.ReaderAt, base, from, end int64, entry string, rep *ScanReport
 	if from >= end {
 		return
 	}
-	walkRegion(io.NewSectionReader(ra, base+from, end-from), from, end, entry, rep, st)
+	w := walkRegion(io.NewSectionReader(ra, base+from, end-from), from, end, entry, rep, st)
+	for _, fe := range w.frameEnds {
+		walkFrameEnd(ra, base, fe, end, entry, rep)
+	}
+}
+
+// maxFrameWalkBytes bounds the bytes walked again from the ends of FRAMEs
+// that run past their STOP (beyond the first such walk of a report).
+const maxFrameWalkBytes = 256 << 20
+
+// walkFrameEnd walks [fe, end) of the region at base: where torch reads
+// the next pickle if a FRAME that ran past its STOP left the file at its
+// end (see vm.checkFrameEnd). The caller already recorded the problem.
+func walkFrameEnd(ra io.ReaderAt, base, fe, end int64, entry string, rep *ScanReport) {
+	if fe >= end {
+		return
+	}
+	k := frameWalkKey{base: base, from: fe, end: end, entry: entry}
+	if rep.frameWalked[k] {
+		return
+	}
+	if rep.frameWalked == nil {
+		rep.frameWalked = make(map[frameWalkKey]bool)
+	}
+	if rep.frameWalkBytes > 0 && end-fe > maxFrameWalkBytes-rep.frameWalkBytes {
+		rep.addProblem(fmt.Sprintf("%s offset %d: too many FRAMEs run past their STOP; the bytes from this frame end were not walked again", entry, fe))
+		return
+	}
+	rep.frameWalked[k] = true
+	rep.frameWalkBytes += end - fe
+	walkAt(ra, base, fe, end, entry+" (from a frame end)", rep, nil)
 }
 
 // scanSource decodes up to maxPickles consecutive pickles from src's
@@ -204,6 +234,9 @@ func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanR
 		m.scan = &scanSink{rep: rep, entry: name}
 		rep.Pickles++
 		v, err := m.run()
+		if m.frameOver > 0 {
+			walkFrameEnd(src.r, src.base, m.frameOver, src.limit, name, rep)
+		}
 		if err != nil {
 			rep.addProblem(errMsg(err))
 			ps.failed = true

@@ -57,6 +57,14 @@ type ScanReport struct {
 	distinct      map[string]bool // module.name or opcode|target already listed past the cap
 	distinctBytes int64
 	openErr       error // the strict decoder's error, if it refused the file
+
+	frameWalked    map[frameWalkKey]bool // regions walked from a FRAME end (see walkFrameEnd)
+	frameWalkBytes int64
+}
+
+type frameWalkKey struct {
+	base, from, end int64
+	entry           string
 }
 
 // maxFindings bounds the uses listed in file order in each list of a
