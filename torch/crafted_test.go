@@ -342,6 +342,24 @@ func craftedFiles() []craftedEntry {
 			ScanVerdict: "dangerous", Globals: sys, Entry: "pickle 1 (from a frame end)", Offset: off(bytes.Index(p, []byte("cposix"))), Convert: "refuse", ConvertErr: "not allowed", data: p})
 	}
 
+	{
+		// f9: STACK_GLOBAL operands computed by an allowlisted callable
+		enc := func(s string) []byte {
+			r := []rune(s)
+			for i, c := range r {
+				if c >= 'a' && c <= 'z' {
+					r[i] = 'a' + (c-'a'+13)%26
+				}
+			}
+			return cat("c_codecs\nencode\n", hStr(string(r)), hStr("rot13"), 0x86, "R")
+		}
+		pkl := cat(0x80, 4, enc("posix"), enc("system"), 0x93, hStr("true"), 0x85, "R.")
+		add(craftedEntry{Name: "stack_global_computed_operands.pt", Class: "parser",
+			Attack:      "STACK_GLOBAL whose operands are _codecs.encode('cbfvk', 'rot13') = 'posix' and the like, computed at load time: the scan must name a not-allowed global",
+			ScanVerdict: "dangerous", Globals: []string{"?.?"}, Entry: "archive/data.pkl", Offset: off(bytes.IndexByte(pkl, 0x93)), Convert: "refuse", ConvertErr: "not allowed",
+			data: hCheckpoint(pkl, "0", f32s(4))})
+	}
+
 	// ---- defects ----
 	add(craftedEntry{Name: "legacy_sys_info_little_endian_1.pt", Class: "defect",
 		Attack:      "legacy sys_info with little_endian=1 (an int): torch ignores sys_info",

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/big"
 	"unicode/utf8"
 )
 
@@ -197,6 +198,16 @@ func (m *vm) run() (any, error) {
 			return nil, err
 		}
 	}
+}
+
+// mayBeStr reports whether v may be a str when CPython unpickles: a str,
+// or the stand-in for a value the inert machine did not compute.
+func mayBeStr(v any) bool {
+	switch v.(type) {
+	case nil, bool, int64, *big.Int, float64, []byte, tuple, *list, *dict, *global, *storageRef, *tensorRec:
+		return false
+	}
+	return true
 }
 
 // checkFrameEnd handles a FRAME that runs past the STOP at off. Python's
@@ -565,6 +576,13 @@ func (m *vm) step(op byte, off int64) error {
 		mod, ok1 := mv.(string)
 		name, ok2 := nv.(string)
 		if !ok1 || !ok2 {
+			if m.scan != nil && mayBeStr(mv) && mayBeStr(nv) {
+				// the operands are results the inert machine did not compute
+				// (a refused call such as _codecs.encode(..., 'rot13')): at
+				// run time they may be any names
+				m.scan.global("?", "?", off, verdictNotAllowed, fmt.Sprintf("STACK_GLOBAL operands are %s and %s, computed at load time: they may name any callable", describe(mv), describe(nv)))
+				return m.push(&global{module: "?", name: "?", off: off})
+			}
 			return m.errf(ErrCorrupt, off, "STACK_GLOBAL operands are %s and %s, not strings", typeName(mv), typeName(nv))
 		}
 		return m.global(mod, name, off)

@@ -249,7 +249,7 @@ func (s *scanSink) problem(entry string, off int64, msg string) {
 // unsupported, else its first problem (polyglots first).
 func (r *ScanReport) refusal() error {
 	var oe *Error
-	if errors.As(r.openErr, &oe) && oe.Kind == ErrNotAllowed {
+	if errors.As(r.openErr, &oe) && oe.Kind == ErrNotAllowed && oe.Global != "" {
 		return r.openErr
 	}
 	inert := map[string]bool{}
