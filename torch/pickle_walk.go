@@ -43,6 +43,7 @@ type walker struct {
 	memo       map[uint64]shadow
 	memoLost   bool // puts were dropped: an unknown GET index may be one
 	bottomLost bool // the bottom of the stack was dropped
+	marksLost  bool // the outermost MARKs were dropped
 	found      int  // globals reported
 
 	frameEnd  int64   // furthest end of a FRAME in the current pickle (0: none)
@@ -192,8 +193,10 @@ func (w *walker) popN(n int) bool {
 
 func (w *walker) popMark() bool {
 	if len(w.marks) == 0 {
-		if w.bottomLost {
+		if w.bottomLost || w.marksLost {
+			// the mark was dropped: what is below it is unknown
 			w.stack = w.stack[:0]
+			w.bottomLost = true
 			return true
 		}
 		return false
@@ -210,7 +213,7 @@ func (w *walker) reset() {
 		// a fresh map: clear would cost the old map's capacity at every STOP
 		w.memo = make(map[uint64]shadow)
 	}
-	w.memoLost, w.bottomLost = false, false
+	w.memoLost, w.bottomLost, w.marksLost = false, false, false
 	w.frameEnd = 0
 }
 
@@ -316,7 +319,11 @@ func (w *walker) step(op byte, off int64) bool {
 	switch op {
 	case opMark:
 		if len(w.marks) >= maxWalkStack {
-			return false
+			// CPython has no MARK limit: drop the outer half and go on
+			// (popping past the rest clears the stack, see popMark)
+			h := len(w.marks) / 2
+			w.marks = append(w.marks[:0], w.marks[h:]...)
+			w.marksLost = true
 		}
 		w.marks = append(w.marks, len(w.stack))
 	case opPop:

@@ -3,6 +3,7 @@ package torch
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -155,6 +156,7 @@ type pickleScan struct {
 	firstOK bool  // the first pickle decoded
 	failed  bool  // decoding stopped before the end of the region
 	failOff int64 // offset of the opcode it stopped on
+	err     error // why it stopped
 	state   *walkState
 }
 
@@ -239,7 +241,7 @@ func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanR
 		}
 		if err != nil {
 			rep.addProblem(errMsg(err))
-			ps.failed = true
+			ps.failed, ps.err = true, err
 			ps.failOff, ps.state = m.failState()
 			return ps
 		}
@@ -269,6 +271,12 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) string 
 	ps := scanSource(src, "pickle 1", pidNone, lim, rep, 1, nil, storages)
 	if ps.failed {
 		walkAt(r, 0, ps.failOff, size, "pickle 1", rep, ps.state)
+		if errors.Is(ps.err, ErrLimit) {
+			// a pickle past the decoder's bounds (CPython has none for
+			// MARKs, the stack or the memo) is still a pickle torch reads
+			rep.addProblem("not a PyTorch checkpoint: a pickle past the decoder's limits (torch.load would unpickle it with the full unpickler); walked for globals")
+			return "pickle"
+		}
 		rep.addProblem("not a PyTorch checkpoint (neither a zip archive nor a pickle)")
 		return ""
 	}
