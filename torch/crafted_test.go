@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -360,12 +361,108 @@ func craftedFiles() []craftedEntry {
 			data: hCheckpoint(pkl, "0", f32s(4))})
 	}
 
+	{
+		// f1 and the comment variant: the pickle named by another central
+		// directory lives in a local header nested in a member's data
+		type ent struct {
+			name string
+			data []byte
+			off  int
+		}
+		build := func(variant string) []byte {
+			var buf []byte
+			var ents []ent
+			addE := func(name string, d []byte) {
+				ents = append(ents, ent{name, d, len(buf)})
+				buf = append(buf, rawLocal(name, d)...)
+				buf = append(buf, d...)
+			}
+			evil := systemPickle()
+			addE("archive/data.pkl", benignZipPickle())
+			addE("archive/data/0", f32s(4))
+			addE("archive/version", []byte("3\n"))
+			addE("archive/data/1", cat(rawLocal("archive/data.pkl", evil), evil))
+			innerOff := ents[3].off + lenLocal + len(ents[3].name)
+			var clean, bad []byte
+			for _, e := range ents {
+				clean = append(clean, rawCentral(e.name, e.data, e.off)...)
+			}
+			bad = cat(rawCentral("archive/data.pkl", evil, innerOff), rawCentral(ents[1].name, ents[1].data, ents[1].off), rawCentral(ents[2].name, ents[2].data, ents[2].off))
+			cleanOff := len(buf)
+			buf = append(buf, clean...)
+			switch variant {
+			case "zip64":
+				badOff := len(buf)
+				buf = append(buf, bad...)
+				z64 := len(buf)
+				buf = binary.LittleEndian.AppendUint32(buf, sigEnd64)
+				buf = binary.LittleEndian.AppendUint64(buf, 44)
+				buf = append(buf, 45, 0, 45, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+				for _, v := range []uint64{3, 3, uint64(len(bad)), uint64(badOff)} {
+					buf = binary.LittleEndian.AppendUint64(buf, v)
+				}
+				buf = binary.LittleEndian.AppendUint32(buf, sigLocator)
+				buf = binary.LittleEndian.AppendUint32(buf, 0)
+				buf = binary.LittleEndian.AppendUint64(buf, uint64(z64))
+				buf = binary.LittleEndian.AppendUint32(buf, 1)
+				buf = append(buf, rawEnd(4, len(clean), cleanOff, 0)...)
+			case "comment":
+				badOff := len(buf) + lenEnd
+				inner := cat(bad, rawEnd(3, len(bad), badOff, 5)) // its comment length overruns the file
+				buf = append(buf, rawEnd(4, len(clean), cleanOff, len(inner))...)
+				buf = append(buf, inner...)
+			}
+			return buf
+		}
+		add(craftedEntry{Name: "zip64_locator_other_directory_nested.pt", Class: "container-polyglot",
+			Attack:      "the classic end record names a clean directory, the zip64 locator (which miniz and zipfile follow) another whose data.pkl is a local header nested in member archive/data/1: posix.system",
+			ScanVerdict: "dangerous", Globals: sys, Entry: "archive/data.pkl", Offset: off(2), Convert: "refuse", ConvertErr: "not allowed", data: build("zip64")})
+		add(craftedEntry{Name: "zip_comment_end_record_nested.pt", Class: "container-polyglot",
+			Attack:      "the end record's comment holds another directory and end record (whose own comment length overruns the file) naming a data.pkl nested in member archive/data/1: posix.system",
+			ScanVerdict: "dangerous", Globals: sys, Entry: "archive/data.pkl", Offset: off(2), Convert: "refuse", ConvertErr: "not allowed", data: build("comment")})
+	}
+
 	// ---- defects ----
 	add(craftedEntry{Name: "legacy_sys_info_little_endian_1.pt", Class: "defect",
 		Attack:      "legacy sys_info with little_endian=1 (an int): torch ignores sys_info",
 		ScanVerdict: "clean", Convert: "convert",
 		data: bytes.Replace(base, []byte("little_endian\x00\x00\x00\x88"), []byte("little_endian\x00\x00\x00K\x01"), 1)})
 	return out
+}
+
+// rawLocal is a STORED local header for d (no extra field).
+func rawLocal(name string, d []byte) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, sigLocal)
+	b = append(b, 20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0)
+	b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(d))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(d)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(d)))
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
+	return append(append(b, 0, 0), name...)
+}
+
+// rawCentral is the central directory record of a rawLocal member at off.
+func rawCentral(name string, d []byte, off int) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, sigCentral)
+	b = append(b, 20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0)
+	b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(d))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(d)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(d)))
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
+	b = append(b, make([]byte, 12)...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(off))
+	return append(b, name...)
+}
+
+// rawEnd is an end of central directory record.
+func rawEnd(n, cdSize, cdOff, commentLen int) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, sigEnd)
+	b = append(b, 0, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint16(b, uint16(n))
+	b = binary.LittleEndian.AppendUint16(b, uint16(n))
+	b = binary.LittleEndian.AppendUint32(b, uint32(cdSize))
+	b = binary.LittleEndian.AppendUint32(b, uint32(cdOff))
+	return binary.LittleEndian.AppendUint16(b, uint16(commentLen))
 }
 
 // fixCD moves the central directory offset of a plain zip to cdOff.

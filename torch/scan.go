@@ -373,7 +373,7 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 	z, err := readZip(r, size, lim)
 	if err != nil {
 		rep.addProblem(errMsg(err))
-		scanLocalHeaders(r, size, lim, rep)
+		scanZipFallback(r, size, lim, rep)
 		return
 	}
 	z.prefix()
@@ -459,61 +459,6 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 	}
 	if nData == 0 {
 		rep.addProblem("no <prefix>/data.pkl record (not a torch checkpoint)")
-	}
-}
-
-// scanLocalHeaders walks local file headers of a zip whose central directory
-// is missing (a truncated upload) and scans the pickles it finds.
-func scanLocalHeaders(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
-	rep.addProblem("scanning local headers only (central directory unusable)")
-	pos := int64(0)
-	var hdr [lenLocal]byte
-	for n := 0; n < lim.MaxZipEntries && pos+lenLocal <= size; n++ {
-		if readFull(r, hdr[:], pos) != nil || binary.LittleEndian.Uint32(hdr[:]) != sigLocal {
-			next := findSig(r, pos+1, size)
-			if next < 0 {
-				return
-			}
-			pos = next
-			continue
-		}
-		flags, method := binary.LittleEndian.Uint16(hdr[6:]), binary.LittleEndian.Uint16(hdr[8:])
-		csize := int64(binary.LittleEndian.Uint32(hdr[18:]))
-		nl, el := int64(binary.LittleEndian.Uint16(hdr[26:])), int64(binary.LittleEndian.Uint16(hdr[28:]))
-		name := make([]byte, nl)
-		if readFull(r, name, pos+lenLocal) != nil {
-			return
-		}
-		data := pos + lenLocal + nl + el
-		if data > size {
-			return
-		}
-		// The member ends at its declared size if there is one, else at the
-		// next local header. Scanning each pickle to the end of the file
-		// instead would cost (headers x file size) for a file of many
-		// headers glued into one long pickle.
-		end := int64(-1)
-		if flags&0x8 == 0 && csize > 0 && csize <= size-data {
-			end = data + csize
-		} else {
-			end = findSig(r, data, size)
-		}
-		if end < 0 {
-			end = size
-		}
-		if strings.HasSuffix(asciiLower(string(name)), ".pkl") && flags&badZipFlags == 0 {
-			switch method {
-			case 0:
-				scanPickles(r, data, 0, end-data, string(name), pidZip, lim, rep, 1, nil)
-			case 8:
-				e := &zipEntry{name: string(name), method: 8, csize: end - data, usize: -1, dataOff: data}
-				scanDeflated(&zipArchive{r: r, size: size}, e, lim, rep)
-			}
-		}
-		if end >= size {
-			return
-		}
-		pos = end
 	}
 }
 
