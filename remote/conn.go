@@ -303,18 +303,29 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// progressReader counts body bytes and feeds the stall watchdog.
+// minProgress is how many body bytes must arrive within each stall
+// timeout: a server that trickles a byte at a time (slowloris) stalls
+// as surely as one that sends nothing.
+const minProgress = 16 << 10
+
+// progressReader counts body bytes and feeds the stall watchdog, which it
+// resets only once minProgress bytes have arrived since the last reset.
 type progressReader struct {
 	r      io.Reader
 	dog    *time.Timer
 	stall  time.Duration
 	c1, c2 *counters
+	since  int // bytes since the watchdog was last reset
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 {
-		p.dog.Reset(p.stall)
+		p.since += n
+		if p.since >= minProgress {
+			p.dog.Reset(p.stall)
+			p.since = 0
+		}
 		p.c1.bytes.Add(int64(n))
 		p.c2.bytes.Add(int64(n))
 	}

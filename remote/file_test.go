@@ -466,3 +466,43 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowloris: a server that trickles a byte at a time, each within the
+// stall timeout, is a stall too: progress means 16 KiB per timeout.
+func TestSlowloris(t *testing.T) {
+	data := randomBytes(100_000, 9)
+	srv := newRangeServer(t, data)
+	srv.setFault(func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		if r.Header.Get("Range") != "bytes=50000-99999" {
+			return false
+		}
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("Content-Range", "bytes 50000-99999/100000")
+		w.Header().Set("Content-Length", "50000")
+		w.WriteHeader(206)
+		for i := 50000; i < 100000; i++ {
+			if _, err := w.Write(data[i : i+1]); err != nil {
+				return true
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-r.Context().Done():
+				return true
+			}
+		}
+		return true
+	})
+	f, err := Open(context.Background(), srv.URL+"/f", append([]Option{WithPrefetch(100), WithStallTimeout(200 * time.Millisecond)}, fastRetries...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = f.ReadAt(make([]byte, 50000), 50000)
+	if !errors.Is(err, ErrStalled) {
+		t.Fatalf("a trickling server: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %v to give up", d)
+	}
+}

@@ -58,13 +58,13 @@ func locationProblem(loc string, err error) error {
 	return &exitError{Code: exitProblems, Err: err}
 }
 
-// handleSignals makes SIGINT and SIGTERM cancel ctx and, if the command
-// does not finish promptly, remove every temporary output file and exit
-// with 130 or 143 like a shell would report.
+// handleSignals makes SIGINT, SIGTERM and SIGHUP (a closed terminal)
+// cancel ctx, remove every temporary output file and exit with 130, 143
+// or 129 like a shell would report.
 func handleSignals(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -72,8 +72,11 @@ func handleSignals(ctx context.Context) (context.Context, func()) {
 			cancel()
 			atomicfile.RemoveTemporary()
 			code := 130
-			if s == syscall.SIGTERM {
+			switch s {
+			case syscall.SIGTERM:
 				code = 143
+			case syscall.SIGHUP:
+				code = 129
 			}
 			os.Exit(code)
 		case <-done:
@@ -105,6 +108,11 @@ func checkOverwrite(out string, force bool) error {
 	}
 	if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {
 		return usageError("%s exists: use --force to overwrite it", out)
+	}
+	if st, err := os.Lstat(out); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		if _, err := os.Stat(out); err != nil {
+			return usageError("%s is a symbolic link to nothing: use --force to replace it", out)
+		}
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func TestInterruptedConvertLeavesNothing(t *testing.T) {
 	for _, sig := range []struct {
 		s    syscall.Signal
 		code int
-	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGHUP, 129}} {
 		out := filepath.Join(dir, "out-"+strconv.Itoa(sig.code)+".safetensors")
 		cmd := exec.Command(bin, "convert", in, out)
 		if err := cmd.Start(); err != nil {

@@ -243,6 +243,12 @@ func validateOne(ctx context.Context, loc string, full bool, stderr io.Writer) v
 			return r
 		}
 	}
+	if o != nil && o.Format.Checkpoint() {
+		// valid safetensors, and also what torch.load reads as a checkpoint:
+		// two readers would see two different files
+		r.setError(fmt.Errorf("%s: a polyglot: a valid safetensors file that is also a PyTorch checkpoint (%s) torch.load would read; run safetensors scan on it", loc, o.Format))
+		return r
+	}
 	r.Status, r.Valid = statusOK, true
 	r.TensorCount = ptr(len(rd.Tensors))
 	r.DataBytes = ptr(rd.DataSize())

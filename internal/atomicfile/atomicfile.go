@@ -24,18 +24,33 @@ type File struct {
 }
 
 // live holds the temporary files not yet committed or aborted, for
-// RemoveTemporary.
-var live sync.Map
+// RemoveTemporary; once it has run (the process is exiting), no new
+// temporary file may be created.
+var (
+	liveMu   sync.Mutex
+	live     = map[string]bool{}
+	shutdown bool
+)
 
 // RemoveTemporary removes every temporary file that is neither committed
-// nor aborted. A signal handler calls it before the process exits, so that
-// an interrupted command leaves nothing behind.
+// nor aborted, and makes every later Create fail. A signal handler calls it
+// before the process exits, so that an interrupted command leaves nothing
+// behind, even a file another goroutine was creating at that moment.
 func RemoveTemporary() {
-	live.Range(func(k, _ any) bool {
-		os.Remove(k.(string))
-		live.Delete(k)
-		return true
-	})
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	shutdown = true
+	for k := range live {
+		os.Remove(k)
+		delete(live, k)
+	}
+}
+
+// forget drops a temporary file from the live set.
+func forget(tmp string) {
+	liveMu.Lock()
+	delete(live, tmp)
+	liveMu.Unlock()
 }
 
 // Create starts writing path. The temporary file is created with mode 0666
@@ -66,14 +81,22 @@ func Create(path string) (*File, error) {
 			return nil, err
 		}
 		tmp := filepath.Join(dir, "."+base+".tmp-"+hex.EncodeToString(r[:]))
+		liveMu.Lock()
+		if shutdown {
+			liveMu.Unlock()
+			return nil, errors.New("atomicfile: the process is exiting")
+		}
 		f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil {
+			live[tmp] = true
+		}
+		liveMu.Unlock()
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return nil, createError(path, dir, err)
 		}
-		live.Store(tmp, struct{}{})
 		return &File{File: f, path: path}, nil
 	}
 	return nil, errors.New("atomicfile: could not create a temporary file in " + dir)
@@ -134,10 +157,14 @@ func (f *File) CommitAfter(check func() error) error {
 	f.done = true
 	tmp := f.File.Name()
 	err := f.File.Close()
-	if err == nil {
+	liveMu.Lock()
+	if shutdown {
+		err = errors.New("atomicfile: the process is exiting")
+	} else if err == nil {
 		err = os.Rename(tmp, f.path)
 	}
-	live.Delete(tmp)
+	delete(live, tmp)
+	liveMu.Unlock()
 	if err != nil {
 		os.Remove(tmp)
 		return err
@@ -158,7 +185,7 @@ func (f *File) Abort() error {
 	}
 	tmp := f.File.Name()
 	f.File.Close()
-	live.Delete(tmp)
+	forget(tmp)
 	return os.Remove(tmp)
 }
 

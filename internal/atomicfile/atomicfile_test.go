@@ -130,6 +130,16 @@ func TestRemoveTemporaryAndErrorNames(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("left behind: %v", ents)
 	}
+	// once shutting down, no new temporary file appears
+	if _, err := Create(filepath.Join(dir, "late.bin")); err == nil {
+		t.Fatal("Create after RemoveTemporary succeeded")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("left behind: %v", ents)
+	}
+	liveMu.Lock()
+	shutdown = false // for the other tests of this process
+	liveMu.Unlock()
 	_, err = Create(filepath.Join(dir, "missing", "out.bin"))
 	if err == nil || strings.Contains(err.Error(), ".tmp-") || !strings.Contains(err.Error(), "does not exist") || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("error for a missing directory: %v", err)

@@ -18,9 +18,7 @@ package blobstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path"
@@ -141,26 +139,51 @@ func List(ctx context.Context, prefixURL string, opts ...Option) ([]ObjectInfo, 
 
 func listBucket(ctx context.Context, b *blob.Bucket, bucketURL, prefix string, limit int, name string) ([]ObjectInfo, error) {
 	var out []ObjectInfo
-	it := b.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		o, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return out, nil
+	// Every request is counted (gocloud's ListPage fetches pages until it
+	// has pageSize objects), so that a server that answers every page with
+	// a new continuation token and no keys cannot keep a listing going.
+	const pageSize = 1000
+	maxRequests := 1000 + limit/pageSize
+	requests := 0
+	errEndless := fmt.Errorf("%s: listing: more than %d list requests: the server does not end its listing", name, maxRequests)
+	opts := &blob.ListOptions{Prefix: prefix, BeforeList: func(func(any) bool) error {
+		requests++
+		if requests > maxRequests {
+			return errEndless
 		}
+		return nil
+	}}
+	token := blob.FirstPageToken
+	seen := map[string]bool{}
+	for {
+		objs, next, err := b.ListPage(ctx, token, pageSize, opts)
 		if err != nil {
+			if requests > maxRequests {
+				return out, errEndless
+			}
 			return out, fmt.Errorf("%s: listing: %w", name, err)
 		}
-		if o.IsDir {
-			continue
+		for _, o := range objs {
+			if o.IsDir {
+				continue
+			}
+			if len(out) >= limit {
+				return out, fmt.Errorf("%s: more than %d objects (raise the limit with WithMaxObjects)", name, limit)
+			}
+			info := ObjectInfo{URL: objectURL(bucketURL, o.Key), Key: o.Key, Size: o.Size}
+			if !o.ModTime.IsZero() {
+				info.ModTime = o.ModTime.UTC().Format("2006-01-02T15:04:05Z07:00")
+			}
+			out = append(out, info)
 		}
-		if len(out) >= limit {
-			return out, fmt.Errorf("%s: more than %d objects (raise the limit with WithMaxObjects)", name, limit)
+		if len(next) == 0 {
+			return out, nil
 		}
-		info := ObjectInfo{URL: objectURL(bucketURL, o.Key), Key: o.Key, Size: o.Size}
-		if !o.ModTime.IsZero() {
-			info.ModTime = o.ModTime.UTC().Format("2006-01-02T15:04:05Z07:00")
+		if seen[string(next)] {
+			return out, fmt.Errorf("%s: listing: the server repeats a continuation token", name)
 		}
-		out = append(out, info)
+		seen[string(next)] = true
+		token = next
 	}
 }
 

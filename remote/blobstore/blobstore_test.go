@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,5 +261,25 @@ func TestSplitURL(t *testing.T) {
 		if _, err := Open(context.Background(), "file:///tmp/x", o); err == nil {
 			t.Errorf("option %d accepted", i)
 		}
+	}
+}
+
+// TestEndlessListing: a server that answers every page with no keys and a
+// fresh continuation token cannot keep a listing going forever.
+func TestEndlessListing(t *testing.T) {
+	newFakeS3(t) // the credential environment
+	var pages atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := pages.Add(1)
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><Prefix>p/</Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated><NextContinuationToken>t%d</NextContinuationToken></ListBucketResult>`, n)
+	}))
+	defer srv.Close()
+	_, err := List(context.Background(), "s3://b/p/?endpoint="+url.QueryEscape(srv.URL)+"&use_path_style=true&region=us-east-1")
+	if err == nil || !strings.Contains(err.Error(), "does not end its listing") {
+		t.Fatalf("endless listing: %v", err)
+	}
+	if n := pages.Load(); n > 1200 {
+		t.Fatalf("%d pages requested", n)
 	}
 }
