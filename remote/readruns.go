@@ -50,12 +50,16 @@ func (f *File) ReadRunsContext(ctx context.Context, bufs [][]byte, offs []int64)
 		}
 		rest = append(rest, p)
 	}
-	spans := runs.Plan(rest, f.conn.cfg.coalesceGap, 0)
+	// Gaps smaller than a multipart part's framing cost more as parts than
+	// as bytes; without multi-range, every span is a request, so gaps up
+	// to 64 KiB are read rather than asked for separately (a column slice
+	// of a matrix is then a few requests, not one per row).
+	spans := runs.Plan(rest, max(f.conn.cfg.coalesceGap, multipartGap), 0)
 	if len(spans) == 0 {
 		return nil
 	}
 	if len(spans) == 1 || !f.conn.cfg.multiRange || f.conn.noMulti.Load() {
-		return f.readSpans(ctx, spans)
+		return f.readSpans(ctx, runs.Plan(rest, max(f.conn.cfg.coalesceGap, singleRangeGap), 0))
 	}
 	batches := f.batches(spans)
 	var (
@@ -76,6 +80,14 @@ func (f *File) ReadRunsContext(ctx context.Context, bufs [][]byte, offs []int64)
 	}
 	return f.readSpans(ctx, leftover)
 }
+
+// Coalescing gaps: below multipartGap a gap is cheaper to read than a
+// multipart part's headers; without multi-range requests, reading a gap of
+// up to singleRangeGap beats another round trip.
+const (
+	multipartGap   = 256
+	singleRangeGap = 64 << 10
+)
 
 // readSpans reads spans with one single-range request each, in parallel.
 func (f *File) readSpans(ctx context.Context, spans []runs.Span) error {

@@ -109,17 +109,21 @@ func TestReadRunsFallback(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkRuns(t, data, bufs, offs)
-				if !f.conn.noMulti.Load() {
+				// Runs 12 bytes apart are one span (a gap under a
+				// multipart part's framing): no multi-range request.
+				if c1 == 8 && !f.conn.noMulti.Load() {
 					t.Error("multi-range not marked unsupported")
 				}
 				t.Logf("requests %d, bytes %d", srv.requests.Load(), srv.bytes.Load())
-				// Later calls go straight to single ranges.
+				// Later calls go straight to single ranges, runs within
+				// 64 KiB of each other read as one.
 				before := srv.requests.Load()
 				if err := f.ReadRuns(bufs[1:4], offs[1:4]); err != nil {
 					t.Fatal(err)
 				}
-				if got := srv.requests.Load() - before; got != 3 {
-					t.Errorf("%d requests for 3 runs after fallback", got)
+				checkRuns(t, data, bufs[1:4], offs[1:4])
+				if got := srv.requests.Load() - before; got != 1 {
+					t.Errorf("%d requests for 3 nearby runs after fallback", got)
 				}
 			})
 		}
