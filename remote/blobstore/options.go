@@ -25,7 +25,7 @@ type config struct {
 }
 
 func buildConfig(opts []Option) (config, error) {
-	c := config{prefetch: DefaultPrefetch, concurrency: DefaultConcurrency, coalesceGap: 4 << 10, maxObjects: DefaultMaxObjects}
+	c := config{prefetch: DefaultPrefetch, concurrency: DefaultConcurrency, coalesceGap: 64 << 10, maxObjects: DefaultMaxObjects}
 	var errs []error
 	for _, o := range opts {
 		if o == nil {
@@ -64,7 +64,7 @@ func WithConcurrency(n int) Option {
 }
 
 // WithCoalesceGap makes ReadRuns read two runs with one range read when at
-// most gap bytes separate them (default 4 KiB: object stores charge per
+// most gap bytes separate them (default 64 KiB: object stores charge per
 // request and do not support multi-range reads).
 func WithCoalesceGap(gap int64) Option {
 	return func(c *config) error {
