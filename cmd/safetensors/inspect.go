@@ -267,8 +267,8 @@ func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) e
 	} else {
 		fmt.Fprintf(&b, "tensors     %s\n", groupDigits(int64(len(tensors))))
 	}
-	fmt.Fprintf(&b, "parameters  %s (%s)\n", humanCount(totalParams), groupDigits(totalParams))
-	fmt.Fprintf(&b, "bytes       %s (%s)\n", humanBytes(totalBytes), groupDigits(totalBytes))
+	fmt.Fprintf(&b, "parameters  %s\n", withExact(humanCount(totalParams), totalParams))
+	fmt.Fprintf(&b, "bytes       %s\n", withExact(humanBytes(totalBytes), totalBytes))
 	if len(byDType) > 0 {
 		totals := make([]*dtypeTotal, 0, len(byDType))
 		for _, d := range byDType {
@@ -392,4 +392,14 @@ func writeColumns(b *strings.Builder, indent string, rows [][]string, right []bo
 		}
 		b.WriteByte('\n')
 	}
+}
+
+// withExact appends the exact count in parentheses when the rounded form
+// differs from it ("1.6K (1,600)", but "99", not "99 (99)").
+func withExact(rounded string, n int64) string {
+	exact := groupDigits(n)
+	if rounded == exact || rounded == exact+" B" {
+		return rounded
+	}
+	return rounded + " (" + exact + ")"
 }

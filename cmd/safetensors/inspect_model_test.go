@@ -83,3 +83,11 @@ func TestValidateShardedModelAttacks(t *testing.T) {
 		}
 	}
 }
+
+// A small count is not printed twice ("99 (99)").
+func TestInspectSmallCountsOnce(t *testing.T) {
+	_, out, _ := runCLI(t, "inspect", "-s", filesDir+"single_f32.safetensors")
+	if !strings.Contains(out, "parameters  4\n") || !strings.Contains(out, "bytes       16 B\n") {
+		t.Fatalf("%s", out)
+	}
+}
