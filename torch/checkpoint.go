@@ -18,6 +18,10 @@ type Checkpoint struct {
 	Version string  // zip "version" record (e.g. "3"); "" for legacy
 	Root    string  // Python type of the pickled root: "OrderedDict", "dict", "list", "tuple", "tensor", "int", ...
 	Entries []Entry // every leaf of the pickled root, flattened, in pickle order
+	// Unreferenced lists zip members that nothing in data.pkl refers to (a
+	// stray file, or data hidden under a storage-like name): torch.load
+	// ignores them, and so does conversion, but they deserve a look.
+	Unreferenced []string
 
 	tensors []*Tensor
 	closer  io.Closer

@@ -95,6 +95,18 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	if err := c.build(p.root, stores, p.e.name, lim.forPickle(p.e.usize)); err != nil {
 		return nil, err
 	}
+	known := map[string]bool{p.e.name: true}
+	for _, rec := range []string{"version", ".data/version", "byteorder", ".data/serialization_id"} {
+		known[prefix+"/"+rec] = true
+	}
+	for _, ref := range p.storages {
+		known[prefix+"/data/"+ref.key] = true
+	}
+	for _, e := range z.entries {
+		if !known[e.name] && !strings.HasSuffix(e.name, "/") {
+			c.Unreferenced = append(c.Unreferenced, e.name)
+		}
+	}
 	return c, nil
 }
 

@@ -165,11 +165,30 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 		return convertError(err)
 	}
 	printNotes(stderr, rep)
+	noteUnreferenced(stderr, in, ck.Unreferenced)
 	if fl.json {
 		return writeConvertJSON(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "converted %s -> %s: %s\n", in, out, summary(rep))
 	return nil
+}
+
+// noteUnreferenced says which zip members conversion ignored because
+// nothing refers to them, and points at scan.
+func noteUnreferenced(w io.Writer, in string, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	shown := names
+	more := ""
+	if len(shown) > 5 {
+		shown, more = shown[:5], fmt.Sprintf(", ... (%d more)", len(names)-5)
+	}
+	for i, n := range shown {
+		shown[i] = display(n)
+	}
+	fmt.Fprintf(w, "note: %s: not converted: %s no tensor refers to (%s%s); torch.load ignores them too, but look at what they hold (unzip -l %s)\n",
+		in, plural(int64(len(names)), "zip member"), strings.Join(shown, ", "), more, in)
 }
 
 // checkOutputName refuses an output directory that does not exist, in

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"archive/zip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -205,5 +207,42 @@ func TestConvertJSON(t *testing.T) {
 		if w, ok := want[tn.Name]; ok && tn.SHA256 != w {
 			t.Errorf("%s: sha256 %s, sidecar %s", tn.Name, tn.SHA256, w)
 		}
+	}
+}
+
+// A zip member nothing refers to is not converted, and convert says so.
+func TestConvertNotesUnreferencedMembers(t *testing.T) {
+	src, err := zip.OpenReader(torchDir + "tiny_transformer.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "extra.bin")
+	f, err := os.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	for _, e := range src.File {
+		raw, err := e.OpenRaw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := zw.CreateRaw(&e.FileHeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(w, raw)
+	}
+	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "tiny_transformer/data/notes.bin", Method: zip.Store})
+	w.Write([]byte("not a storage"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	code, _, errOut := runCLI(t, "convert", in, filepath.Join(dir, "out.safetensors"))
+	if code != 0 || !strings.Contains(errOut, "tiny_transformer/data/notes.bin") || !strings.Contains(errOut, "not converted") {
+		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 }
