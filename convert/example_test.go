@@ -27,3 +27,26 @@ func ExampleFile() {
 	// 4 tensors written, verified: true
 	// model.embed_tokens.weight is the same tensor as lm_head.weight
 }
+
+func ExampleDir() {
+	in, err := os.MkdirTemp("", "convert-dir-in")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(in)
+	b, err := os.ReadFile("../testdata/torch/tiny_transformer.bin")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "pytorch_model.bin"), b, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	rep, err := convert.Dir(in, in, convert.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range rep.Files {
+		fmt.Println(filepath.Base(r.Input), "->", filepath.Base(r.Output), len(r.Tensors), "tensors")
+	}
+	// Output: pytorch_model.bin -> model.safetensors 35 tensors
+}

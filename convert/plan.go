@@ -79,6 +79,21 @@ func (o Options) outputCap(stored int64) int64 {
 	return max(64*stored, 1<<30)
 }
 
+// OutputCapError is a conversion refused because views with zero strides
+// would expand the checkpoint's stored bytes into more tensor data than
+// Options.MaxOutputBytes allows. It wraps ErrInput.
+type OutputCapError struct {
+	Bytes  int64 // tensor data the output would hold
+	Stored int64 // bytes the checkpoint's storages hold
+	Cap    int64 // the cap in force
+}
+
+func (e *OutputCapError) Error() string {
+	return fmt.Sprintf("%v: the output would hold %d bytes of tensor data from %d stored bytes (views with zero strides expand); the cap is %d", ErrInput, e.Bytes, e.Stored, e.Cap)
+}
+
+func (e *OutputCapError) Unwrap() error { return ErrInput }
+
 // Alias is a name dropped because it is an identical view of a kept name.
 type Alias struct {
 	Name string // removed
@@ -278,7 +293,7 @@ func NewPlan(c *torch.Checkpoint, opt Options) (*Plan, error) {
 		}
 	}
 	if limit := opt.outputCap(stored); p.report.Bytes > limit {
-		return nil, fmt.Errorf("%w: the output would hold %d bytes of tensor data from %d stored bytes (views with zero strides expand); the cap is %d (Options.MaxOutputBytes, --max-output)", ErrInput, p.report.Bytes, stored, limit)
+		return nil, &OutputCapError{Bytes: p.report.Bytes, Stored: stored, Cap: limit}
 	}
 	return p, nil
 }

@@ -126,7 +126,9 @@ func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
 		}
 		return nil, err
 	}
-	cs, err := convert.NewSource(ck, o.Name, convert.Options{Key: c.torchKey})
+	// Tensors are read lazily, a slice reads only its bytes: no cap on
+	// what zero-stride views expand to is needed to bound memory.
+	cs, err := convert.NewSource(ck, o.Name, convert.Options{Key: c.torchKey, MaxOutputBytes: -1})
 	if err != nil {
 		return nil, classify(o, err)
 	}

@@ -131,6 +131,14 @@ func (t *Tensor) Numel() int64 {
 	return n
 }
 
+// NumElements is the number of elements, as safetensors.TensorInfo names
+// it (the same as Numel).
+func (t *Tensor) NumElements() int64 { return t.Numel() }
+
+// Size is the size of the tensor's contiguous form in bytes, as
+// safetensors.TensorInfo names it (the same as NBytes).
+func (t *Tensor) Size() int64 { return t.NBytes() }
+
 // ItemSize is the size of one element in bytes.
 func (t *Tensor) ItemSize() int { return t.itemSize }
 

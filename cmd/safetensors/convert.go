@@ -267,6 +267,10 @@ func convertDir(stdout, stderr io.Writer, in, out string, opt convert.Options, a
 // convertError maps an error to the exit status: 1 for input that is
 // refused, 2 for anything that could not be read or written.
 func convertError(err error) error {
+	var capErr *convert.OutputCapError
+	if errors.As(err, &capErr) {
+		err = fmt.Errorf("%w: raise the cap with --max-output SIZE (or -1 for none) if you expect it", err)
+	}
 	if errors.Is(err, convert.ErrExists) {
 		return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%w (use --force to replace it)", err)}
 	}
