@@ -432,22 +432,3 @@ func (r *ReaderAt) store(i int, data []byte) {
 	}
 	r.cache = append(r.cache, cached{i, data})
 }
-
-// bufPool recycles frame-sized buffers (compressed input, decompressed
-// output on the way to a writer).
-var bufPool sync.Pool
-
-func getBuf(n int64) *[]byte {
-	if bp, ok := bufPool.Get().(*[]byte); ok && int64(cap(*bp)) >= n {
-		*bp = (*bp)[:n]
-		return bp
-	}
-	b := make([]byte, n)
-	return &b
-}
-
-func putBuf(bp *[]byte) {
-	if cap(*bp) <= 2*MaxFrameSize {
-		bufPool.Put(bp)
-	}
-}
