@@ -60,7 +60,7 @@ func joinPlanes(dst []byte, planes [][]byte, w int, rot bool) {
 	case w == 2 && rot:
 		p0, p1 := planes[0][:n], planes[1][:n]
 		d := dst[:2*n]
-		i := 0
+		i := joinRot2Fast(d, p0, p1, n)
 		// Eight elements at a time: spread the bytes of each plane into
 		// alternate bytes, merge, rotate each 16-bit lane right by one.
 		for ; i+8 <= n; i += 8 {
@@ -79,7 +79,7 @@ func joinPlanes(dst []byte, planes [][]byte, w int, rot bool) {
 	case w == 4 && rot:
 		p0, p1, p2, p3 := planes[0][:n], planes[1][:n], planes[2][:n], planes[3][:n]
 		d := dst[:4*n]
-		for i := range n {
+		for i := joinRot4Fast(d, p0, p1, p2, p3, n); i < n; i++ {
 			v := uint32(p0[i]) | uint32(p1[i])<<8 | uint32(p2[i])<<16 | uint32(p3[i])<<24
 			binary.LittleEndian.PutUint32(d[4*i:], bits.RotateLeft32(v, -1))
 		}
