@@ -226,17 +226,26 @@ func (r *ReaderAt) readFrames(p []byte, off int64) error {
 	}
 	run := func(j job) error {
 		f := &r.frames[j.i]
-		dst := j.dst
-		if dst == nil {
-			dst = make([]byte, f.ulen) // f.ulen is capped by the max frame size
+		if j.dst != nil {
+			return r.decodeFrame(j.i, j.dst, par)
 		}
+		// A frame at either end: decode it aside, keep it if caching,
+		// else recycle the buffer. f.ulen is capped by the max frame size.
+		if r.limit == 0 {
+			bp := getBuf(f.ulen)
+			defer putBuf(bp)
+			if err := r.decodeFrame(j.i, *bp, par); err != nil {
+				return err
+			}
+			copyFrame(p, off, f, *bp)
+			return nil
+		}
+		dst := make([]byte, f.ulen)
 		if err := r.decodeFrame(j.i, dst, par); err != nil {
 			return err
 		}
-		if j.dst == nil {
-			copyFrame(p, off, f, dst)
-			r.store(j.i, dst)
-		}
+		copyFrame(p, off, f, dst)
+		r.store(j.i, dst)
 		return nil
 	}
 	return r.parallel(len(jobs), func(k int) error { return run(jobs[k]) })
