@@ -47,6 +47,7 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 		return nil, err
 	}
 	defer ra.Close()
+	ra.mapped = mapSource(src, size) // unmapped by ra.Close
 	if c.maxSize >= 0 && ra.size > c.maxSize {
 		return nil, newErr(ErrLimit, -1, -1, "%s file decompresses to %d bytes, more than the limit of %d", f, ra.size, c.maxSize)
 	}

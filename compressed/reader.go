@@ -30,6 +30,11 @@ type ReaderAt struct {
 	conc   int
 	closer io.Closer
 
+	// mapped is the compressed file mapped read-only (by [Open]), or nil;
+	// mapMu keeps Close from unmapping it under a running decode.
+	mapMu  sync.RWMutex
+	mapped []byte
+
 	mu    sync.Mutex
 	cache []cached // most recently used last
 	limit int
@@ -127,6 +132,7 @@ func Open(path string, opts ...Option) (*ReaderAt, error) {
 		return nil, err
 	}
 	ra.closer = f
+	ra.mapped = mapSource(f, st.Size())
 	return ra, nil
 }
 
@@ -153,6 +159,10 @@ func (r *ReaderAt) Close() error {
 	r.mu.Lock()
 	r.cache = nil
 	r.mu.Unlock()
+	r.mapMu.Lock()
+	unmapFile(r.mapped)
+	r.mapped = nil
+	r.mapMu.Unlock()
 	if r.closer != nil {
 		return r.closer.Close()
 	}
@@ -380,16 +390,35 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 // par (if not nil) may decode parts of the frame in parallel.
 func (r *ReaderAt) decodeFrame(i int, dst []byte, par runner) error {
 	f := &r.frames[i]
-	bp := getBuf(f.clen) // within the file: its size was checked
-	defer putBuf(bp)
-	comp := *bp
-	if err := readFull(r.src, comp, f.coff); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return &Error{Frame: i, Offset: f.coff, Msg: "compressed file is shorter than its seek table says", Err: ErrCorrupt, Cause: err}
+	var err error
+	r.mapMu.RLock()
+	if comp, ok := r.mappedFrame(f.coff, f.clen); ok {
+		if par != nil {
+			// Blocks decoded on other goroutines need their own guard.
+			outer := par
+			par = func(n int, g func(k int) error) error {
+				return outer(n, func(k int) error { return catchFault(func() error { return g(k) }) })
+			}
 		}
-		return fmt.Errorf("reading frame %d at byte %d: %w", i, f.coff, err)
+		err = catchFault(func() error { return r.decode(dst, comp, f, par) })
+		r.mapMu.RUnlock()
+		if errors.Is(err, errMapFault) {
+			return fmt.Errorf("reading frame %d at byte %d: %w", i, f.coff, err)
+		}
+	} else {
+		r.mapMu.RUnlock()
+		bp := getBuf(f.clen) // within the file: its size was checked
+		defer putBuf(bp)
+		comp := *bp
+		if err := readFull(r.src, comp, f.coff); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return &Error{Frame: i, Offset: f.coff, Msg: "compressed file is shorter than its seek table says", Err: ErrCorrupt, Cause: err}
+			}
+			return fmt.Errorf("reading frame %d at byte %d: %w", i, f.coff, err)
+		}
+		err = r.decode(dst, comp, f, par)
 	}
-	if err := r.decode(dst, comp, f, par); err != nil {
+	if err != nil {
 		var sentinel error = ErrCorrupt
 		for _, s := range []error{ErrChecksum, ErrLimit} {
 			if errors.Is(err, s) {
