@@ -17,12 +17,12 @@ const (
 
 // Size limits.
 const (
-	DefaultFrameSize    = 1 << 20  // uncompressed bytes per frame or chunk written
-	MinFrameSize        = 4 << 10  // smallest frame size accepted by WithFrameSize
-	MaxFrameSize        = 64 << 20 // largest frame size accepted by WithFrameSize
-	DefaultMaxFrameSize = 64 << 20 // largest frame a reader decompresses by default
-	DefaultCacheFrames  = 8        // decompressed frames a ReaderAt keeps
-	DefaultMaxFrames    = 1 << 22  // frames a seek table may list (4 TiB at 1 MiB frames)
+	DefaultFrameSize    = 256 << 10 // uncompressed bytes per frame or chunk written (small enough that one 1 MiB read decodes several frames in parallel)
+	MinFrameSize        = 4 << 10   // smallest frame size accepted by WithFrameSize
+	MaxFrameSize        = 64 << 20  // largest frame size accepted by WithFrameSize
+	DefaultMaxFrameSize = 64 << 20  // largest frame a reader decompresses by default
+	DefaultCacheFrames  = 32        // decompressed frames a ReaderAt keeps (8 MiB at the default frame size)
+	DefaultMaxFrames    = 1 << 24   // frames a seek table may list (4 TiB at 256 KiB frames)
 )
 
 type config struct {
