@@ -22,7 +22,7 @@ const (
 	MaxFrameSize        = 64 << 20  // largest frame size accepted by WithFrameSize
 	DefaultMaxFrameSize = 64 << 20  // largest frame a reader decompresses by default
 	DefaultCacheFrames  = 32        // decompressed frames a ReaderAt keeps (8 MiB at the default frame size)
-	DefaultMaxFrames    = 1 << 24   // frames a seek table may list (4 TiB at 256 KiB frames)
+	DefaultMaxFrames    = 1 << 22   // frames a seek table may list (1 TiB at 256 KiB frames)
 )
 
 type config struct {
