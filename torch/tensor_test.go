@@ -58,9 +58,10 @@ func reference(storage []byte, is int, offset int64, shape, stride []int64) []by
 	return out
 }
 
-func TestStridedViews(t *testing.T) {
-	data := f32s(120)
-	views := []torchtest.Tensor{
+// stridedViews is one 120-float storage seen through every kind of view:
+// transposed, stepped, expanded, diagonal, permuted, scalar, empty, rows.
+func stridedViews(data []byte) []torchtest.Tensor {
+	return []torchtest.Tensor{
 		{Name: "base", DType: "F32", Shape: []int64{120}, Data: data, Storage: "s"},
 		{Name: "t", DType: "F32", Shape: []int64{10, 12}, Stride: []int64{1, 10}, Storage: "s"},
 		{Name: "step", DType: "F32", Shape: []int64{5, 3}, Stride: []int64{24, 4}, Offset: 2, Storage: "s"},
@@ -70,7 +71,13 @@ func TestStridedViews(t *testing.T) {
 		{Name: "scalar", DType: "F32", Shape: []int64{}, Stride: []int64{}, Offset: 119, Storage: "s"},
 		{Name: "empty", DType: "F32", Shape: []int64{0, 5}, Stride: []int64{5, 1}, Offset: 120, Storage: "s"},
 		{Name: "row", DType: "F32", Shape: []int64{1, 12}, Stride: []int64{99, 1}, Offset: 12, Storage: "s"},
+		{Name: "rows", DType: "F32", Shape: []int64{3, 4}, Stride: []int64{20, 1}, Offset: 5, Storage: "s"},
 	}
+}
+
+func TestStridedViews(t *testing.T) {
+	data := f32s(120)
+	views := stridedViews(data)
 	c, err := openBytes(t, writeZip(t, views, torchtest.Options{}))
 	if err != nil {
 		t.Fatal(err)

@@ -10,18 +10,7 @@ import (
 
 func TestViewReadAt(t *testing.T) {
 	data := f32s(120)
-	views := []torchtest.Tensor{
-		{Name: "base", DType: "F32", Shape: []int64{120}, Data: data, Storage: "s"},
-		{Name: "t", DType: "F32", Shape: []int64{10, 12}, Stride: []int64{1, 10}, Storage: "s"},
-		{Name: "step", DType: "F32", Shape: []int64{5, 3}, Stride: []int64{24, 4}, Offset: 2, Storage: "s"},
-		{Name: "expand", DType: "F32", Shape: []int64{4, 6}, Stride: []int64{0, 1}, Offset: 7, Storage: "s"},
-		{Name: "diag", DType: "F32", Shape: []int64{10}, Stride: []int64{13}, Storage: "s"},
-		{Name: "perm", DType: "F32", Shape: []int64{2, 3, 4, 5}, Stride: []int64{1, 40, 10, 2}, Storage: "s"},
-		{Name: "scalar", DType: "F32", Shape: []int64{}, Stride: []int64{}, Offset: 119, Storage: "s"},
-		{Name: "empty", DType: "F32", Shape: []int64{0, 5}, Stride: []int64{5, 1}, Offset: 120, Storage: "s"},
-		{Name: "row", DType: "F32", Shape: []int64{1, 12}, Stride: []int64{99, 1}, Offset: 12, Storage: "s"},
-		{Name: "rows", DType: "F32", Shape: []int64{3, 4}, Stride: []int64{20, 1}, Offset: 5, Storage: "s"},
-	}
+	views := stridedViews(data)
 	c, err := openBytes(t, writeZip(t, views, torchtest.Options{}))
 	if err != nil {
 		t.Fatal(err)
