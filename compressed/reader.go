@@ -361,26 +361,47 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 		if len(need) == 1 {
 			par = r.parallel
 		}
+		// Without a cache the frames are decoded into pooled buffers,
+		// released once the runs are copied out.
+		var pooled []*[]byte
 		err := r.parallel(len(need), func(k int) error {
 			f := need[k]
-			buf := make([]byte, r.frames[f].ulen) // capped by the max frame size
-			if err := r.decodeFrame(f, buf, par); err != nil {
+			var buf []byte
+			var bp *[]byte
+			if r.limit == 0 {
+				bp = getBuf(r.frames[f].ulen) // capped by the max frame size
+				buf = *bp
+			} else {
+				buf = make([]byte, r.frames[f].ulen)
+			}
+			err := r.decodeFrame(f, buf, par)
+			mu.Lock()
+			if bp != nil {
+				pooled = append(pooled, bp)
+			}
+			if err == nil {
+				have[f] = buf
+			}
+			mu.Unlock()
+			if err != nil {
 				return err
 			}
-			mu.Lock()
-			have[f] = buf
-			mu.Unlock()
 			r.store(f, buf)
 			return nil
 		})
+		if err == nil {
+			for ; i < j; i++ {
+				a, b := r.frameRange(offs[i], int64(len(bufs[i])))
+				for f := a; f < b; f++ {
+					copyFrame(bufs[i], offs[i], &r.frames[f], have[f])
+				}
+			}
+		}
+		for _, bp := range pooled {
+			putBuf(bp)
+		}
 		if err != nil {
 			return withFile(err, r.name)
-		}
-		for ; i < j; i++ {
-			a, b := r.frameRange(offs[i], int64(len(bufs[i])))
-			for f := a; f < b; f++ {
-				copyFrame(bufs[i], offs[i], &r.frames[f], have[f])
-			}
 		}
 	}
 	return nil
