@@ -144,7 +144,7 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 		return binary.LittleEndian.AppendUint32(out, checksum(buf)), nil
 	}, func(i int, b []byte) error {
 		body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-		if len(body) > 1<<32-1 {
+		if int64(len(body)) > 1<<32-1 {
 			return fmt.Errorf("compressed: frame %d of %d bytes does not fit a seek table", i, len(body))
 		}
 		if _, err := dst.Write(body); err != nil {
@@ -158,7 +158,7 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	if len(frames) > maxSeekEntries {
+	if int64(len(frames)) > maxSeekEntries {
 		return nil, fmt.Errorf("compressed: %d frames do not fit a seek table", len(frames))
 	}
 	tab := appendSeekTable(nil, frames, true)
