@@ -7,6 +7,19 @@ import "sync"
 // are in flight, so memory is bounded by the window, not by n. The first
 // error stops new work and is returned.
 func ordered(n, conc int, work func(i int) ([]byte, error), emit func(i int, b []byte) error) error {
+	if conc <= 1 {
+		// One worker: no goroutines, no hand-offs between them.
+		for i := range n {
+			b, err := work(i)
+			if err == nil {
+				err = emit(i, b)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	type result struct {
 		b   []byte
 		err error
