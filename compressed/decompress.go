@@ -58,13 +58,19 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 		}
 		done = int64(len(ra.prefix))
 	}
-	err = ordered(len(ra.frames), c.concurrency, func(i int) ([]byte, error) {
-		bp := getBuf(ra.frames[i].ulen) // capped by the max frame size
-		if err := ra.decodeFrame(i, *bp, nil); err != nil {
-			putBuf(bp)
-			return nil, err
+	batches := batchFrames(ra.frames, decodeBatch)
+	err = ordered(len(batches)-1, c.concurrency, func(k int) ([]byte, error) {
+		fs := ra.frames[batches[k]:batches[k+1]]
+		bp := getBuf(fs[len(fs)-1].uoff + fs[len(fs)-1].ulen - fs[0].uoff) // at most max(decodeBatch, one frame)
+		buf := *bp
+		for j := range fs {
+			d := buf[fs[j].uoff-fs[0].uoff:][:fs[j].ulen]
+			if err := ra.decodeFrame(batches[k]+j, d, nil); err != nil {
+				putBuf(bp)
+				return nil, err
+			}
 		}
-		return *bp, nil
+		return buf, nil
 	}, func(i int, b []byte) error {
 		_, err := dst.Write(b)
 		n := int64(len(b))
@@ -145,4 +151,29 @@ func (r *ioRecorder) failed() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.err
+}
+
+// decodeBatch is how many decompressed bytes one worker of [Decompress]
+// decodes per hand-off: small frames are decoded a few at a time, so the
+// goroutines pass each other a buffer per megabyte, not per frame.
+const decodeBatch = 1 << 20
+
+// batchFrames cuts frames into runs of consecutive frames of at most limit
+// decompressed bytes together (a larger frame is a run of its own) and
+// returns the runs' boundaries: run k is frames [b[k], b[k+1]). Frames are
+// contiguous in the decompressed file.
+func batchFrames(frames []frame, limit int64) []int {
+	b := []int{0}
+	var n int64
+	for i, f := range frames {
+		if i > b[len(b)-1] && n+f.ulen > limit {
+			b = append(b, i)
+			n = 0
+		}
+		n += f.ulen
+	}
+	if len(frames) > 0 {
+		b = append(b, len(frames))
+	}
+	return b
 }
