@@ -67,7 +67,7 @@ Exit status: 0 compressed, 1 the input is not a valid safetensors file,
 	f := cmd.Flags()
 	f.StringVarP(&fl.codec, "codec", "c", "zstd", "zstd, lz4 or grouped")
 	f.IntVarP(&fl.level, "level", "l", 2, "compression level 1 (fastest) to 4 (best); 2 is like zstd -3")
-	f.StringVar(&fl.frameSize, "frame-size", "1MiB", "uncompressed bytes per frame, the unit of random access (4KiB to 64MiB)")
+	f.StringVar(&fl.frameSize, "frame-size", "256KiB", "uncompressed bytes per frame, the unit of random access (4KiB to 64MiB; a read decodes the frames it touches in parallel)")
 	f.IntVarP(&fl.jobs, "jobs", "j", 0, "frames compressed at once (default: number of CPUs)")
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite an existing output")
 	return cmd
