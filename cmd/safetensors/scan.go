@@ -79,8 +79,8 @@ it references is checked against the converter's allowlist. Opcodes that would
 call code and container problems (duplicate or mismatched zip entries,
 encryption flags, hidden pickles, tar and zip polyglots, unexplained trailing
 bytes) are reported too. A safetensors file cannot carry code: it is
-validated, and its bytes are still read the ways torch.load would try (a tar
-archive, a pickle) in case they hide one.
+validated, and if it is also a tar archive torch.load would open, its members
+are scanned like a checkpoint's.
 
 Files are recognised by content, never by name. LOCATION is a file, a
 directory (searched recursively for ` + strings.Join(modelExts, " ") + `
