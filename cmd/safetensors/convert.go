@@ -115,15 +115,17 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 		}
 		return convertDir(stdout, stderr, in, out, opt, fl.json)
 	case source.Safetensors, source.Compressed, source.Index:
-		return &exitError{Code: exitProblems, Err: fmt.Errorf("%s is already safetensors (%s): there is nothing to convert; inspect, validate, split, merge or compress it instead", in, o.Format)}
+		what := map[source.Format]string{source.Safetensors: "a safetensors file", source.Compressed: "a compressed safetensors file",
+			source.Index: "the index of a sharded safetensors model"}[o.Format]
+		return &exitError{Code: exitProblems, Err: fmt.Errorf("%s is already %s: there is nothing to convert; inspect, validate, split, merge or compress it instead", in, what)}
 	}
 	ck, err := torch.NewReader(o, o.Size, in)
 	if err != nil {
 		if ioErr := o.Err(); ioErr != nil {
 			return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%s: %w", in, ioErr)}
 		}
-		if o.Format == source.Unknown && o.Hint != "" {
-			err = &hintError{err: fmt.Errorf("%s: not a PyTorch checkpoint: %w", in, err), hint: o.Hint}
+		if o.Format == source.Unknown && o.Hint != "" && !errors.Is(err, torch.ErrNotAllowed) {
+			return &exitError{Code: exitProblems, Err: &hintError{err: fmt.Errorf("%s: not a PyTorch checkpoint", in), hint: o.Hint}}
 		}
 		return convertError(err)
 	}
