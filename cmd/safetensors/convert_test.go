@@ -246,3 +246,23 @@ func TestConvertNotesUnreferencedMembers(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 }
+
+// Inputs that are not checkpoints get plain words, the same hints as
+// validate, and no opcode jargon.
+func TestConvertSaysWhatTheInputIs(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "pytorch_model.bin")
+	os.WriteFile(page, []byte("<!DOCTYPE html><html><head><title>Sign in</title></head></html>"), 0o644)
+	lfs := filepath.Join(dir, "model.pt")
+	os.WriteFile(lfs, []byte("version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123456789\n"), 0o644)
+	for _, c := range []struct{ in, want string }{
+		{page, "HTML page"},
+		{lfs, "Git LFS pointer"},
+		{torchDir + "tiny_transformer.safetensors", "already a safetensors file"},
+	} {
+		code, _, errOut := runCLI(t, "convert", c.in, filepath.Join(dir, "out.safetensors"))
+		if code != 1 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "opcode") {
+			t.Errorf("convert %s: exit %d\n%s", c.in, code, errOut)
+		}
+	}
+}
