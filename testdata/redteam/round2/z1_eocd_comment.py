@@ -1,6 +1,6 @@
 # data.pkl's local header + data live inside the EOCD comment; the central directory is valid and points there.
 # usage: python3 z1_eocd_comment.py OUT [print]
-import sys; sys.path.insert(0, '/tmp/redteam2/lib')
+import sys; import os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'lib'))
 from zb import *; from common import *
 out = sys.argv[1]; E = evil(len(sys.argv) > 2)
 z = Z()

