@@ -45,6 +45,33 @@ type craftedEntry struct {
 
 func off(n int) *int64 { v := int64(n); return &v }
 
+// frame returns a protocol-4 FRAME opcode holding b.
+func frame(b []byte) []byte {
+	return cat(0x95, binary.LittleEndian.AppendUint64(nil, uint64(len(b))), b)
+}
+
+// crossBinary returns a pickle whose first FRAME ends inside a BINUNICODE
+// payload, then clean (a protocol-2 body such as a state dict); and the
+// offset of posix.system CPython reads from the frame end.
+func crossBinary(clean []byte) ([]byte, int) {
+	const n, r = 64, 6 // payload length, payload bytes inside the frame
+	evil := systemCall
+	p := cat(0x80, 4, frame(cat("X", le32(n), repeat("J", r))),
+		repeat("A", n-r), "0B", le32(uint32(len(evil))), evil, "0", clean, ".")
+	return p, bytes.Index(p, []byte("cposix"))
+}
+
+// crossText returns a pickle whose GET lines cross three FRAME ends: read
+// straight on it is OrderedDict({"w": tensor}); CPython reads posix.system
+// and ("true",). It also returns the offset of the STACK_GLOBAL.
+func crossText(tensor []byte) ([]byte, int) {
+	memo := cat("Vposix\np0\n0", "Vsystem\np1\n0", "(Vtrue\ntp2\n0",
+		"Vcollections\np10\n0", "VOrderedDict\np11\n0", ")p12\n0")
+	p := cat(0x80, 4, frame(cat(memo, "g1")), "0\n", frame([]byte("g1")), "1\n", 0x93,
+		frame([]byte("g1")), "2\n", "R(", hStr("w"), tensor, "u.")
+	return p, bytes.Index(p, []byte("1\n\x93")) + 2
+}
+
 // ---- building blocks ----
 
 var legacyMagicPkl = cat(0x80, 2, 0x8a, 10, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, ".")
@@ -341,6 +368,51 @@ func craftedFiles() []craftedEntry {
 		add(craftedEntry{Name: "frame_walker_past_stop.pkl", Class: "parser",
 			Attack:      "decoding stops at once; the walker then meets a FRAME that runs past its STOP, after which a BINBYTES swallows posix.system: it must also walk from the frame end",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "pickle 1 (from a frame end)", Offset: off(bytes.Index(p, []byte("cposix"))), Convert: "refuse", ConvertErr: "not allowed", data: p})
+	}
+
+	// ---- arguments that cross a frame end ----
+	{
+		// CPython's C unpickler, reading a FRAME with read(n) (io.BytesIO for
+		// torch's zip data.pkl, unbuffered or large frames), serves an
+		// argument or text line that needs more than the frame holds from
+		// the frame end, skipping the rest of the frame
+		zipTensor := hTensor(hPid("FloatStorage", "0", 4), 0, []int64{4}, []int64{1})
+		legacyTensor := hTensor(hLegacyPid("FloatStorage", "0", 4), 0, []int64{4}, []int64{1})
+		legacy := func(obj []byte) []byte { return hLegacy(obj, []string{"0"}, hLegacyStorage(4, f32s(4))) }
+		for _, c := range []struct {
+			kind, ext string
+			tensor    []byte
+			wrap      func([]byte) []byte
+			entry     string
+		}{
+			{"zip", "pt", zipTensor, func(p []byte) []byte { return hCheckpoint(p, "0", f32s(4)) }, "archive/data.pkl (from a frame end)"},
+			{"legacy", "pt", legacyTensor, legacy, "pickle 4 (from a frame end)"},
+		} {
+			// binary: BINUNICODE's length lies in the frame, its payload
+			// crosses the end; read from there, the payload ends before a
+			// BINBYTES length, so CPython runs what we see as bytes
+			p, at := crossBinary(hDict(hStr("w"), c.tensor))
+			whole := c.wrap(p)
+			if c.kind == "legacy" {
+				at = bytes.Index(whole, p) + at
+			}
+			add(craftedEntry{Name: "frame_cross_binary_" + c.kind + "." + c.ext, Class: "parser",
+				Attack:      "a BINUNICODE payload crosses its FRAME's end: read straight on, a BINBYTES swallows posix.system; CPython (frame read with read()) reads the payload from the frame end and runs it",
+				ScanVerdict: "dangerous", Globals: sys, Entry: c.entry, Offset: off(at), Convert: "refuse", ConvertErr: "not allowed", data: whole})
+			// text: GET lines cross three frame ends: read straight on they
+			// fetch collections.OrderedDict and (); CPython fetches
+			// posix.system and ('true',)
+			p, at = crossText(c.tensor)
+			whole = c.wrap(p)
+			if c.kind == "legacy" {
+				at = bytes.Index(whole, p) + at
+			}
+			add(craftedEntry{Name: "frame_cross_text_" + c.kind + "." + c.ext, Class: "parser",
+				Attack: "GET lines cross FRAME ends: read straight on they fetch collections.OrderedDict and (), CPython (frames read with read()) reads them from the frame ends and fetches posix.system and ('true',)",
+				// the walk from the first frame end, read straight on, also meets posix.OrderedDict
+				ScanVerdict: "dangerous", Globals: []string{"posix.system", "posix.OrderedDict"}, Entry: c.entry, Offset: off(at),
+				Convert: "refuse", ConvertErr: "not allowed", data: whole})
+		}
 	}
 
 	{

@@ -168,6 +168,10 @@ func (m *vm) line(off int64) ([]byte, error) {
 // run decodes one pickle, up to and including its STOP, and returns the value.
 func (m *vm) run() (any, error) {
 	start := m.src.pos
+	// each pickle.load starts with an empty buffer; bytes after the STOP are
+	// not read by the unpickler
+	m.src.frame, m.src.crossed = 0, 0
+	defer func() { m.src.frame, m.src.crossed = 0, 0 }()
 	for {
 		off := m.src.pos
 		m.failOff, m.failStack, m.failMarks = off, len(m.stack), len(m.marks)
@@ -194,10 +198,38 @@ func (m *vm) run() (any, error) {
 			}
 			return v, nil
 		}
-		if err := m.step(op, off); err != nil {
+		err = m.step(op, off)
+		if cerr := m.checkCross(op, off); cerr != nil {
+			return nil, cerr
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
+}
+
+// checkCross handles an argument or text line of the opcode op at off that
+// crossed the end of the current FRAME. CPython's C unpickler, when it read
+// the frame with read(n) (io.BytesIO as torch's zip reader gives it,
+// unbuffered files, frames of 128 KiB or more), then discards the rest of
+// the frame and reads the argument, and all that follows, from the frame
+// end, while a buffered file that prefetched past the frame goes straight
+// on. Strict mode refuses; scan mode records a problem and also walks the
+// bytes CPython reads: op and its arguments read before the one that
+// crossed, then the frame end on, from the state before op.
+func (m *vm) checkCross(op byte, off int64) error {
+	fe, at := m.src.takeCross()
+	if fe == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("an argument crosses a frame end (offset %d): CPython reads it from the frame end", fe)
+	if m.scan == nil {
+		return m.errf(ErrCorrupt, off, "%s", msg)
+	}
+	m.scan.problem(m.entry, off, msg)
+	st := m.crossState()
+	walkFrameEnd(m.src.r, m.src.base, frameWalk{from: fe, opOff: off, crossAt: at, st: st}, m.src.limit, m.entry, m.scan.rep)
+	return nil
 }
 
 // mayBeStr reports whether v may be a str when CPython unpickles: a str,
@@ -229,6 +261,43 @@ func (m *vm) checkFrameEnd(off int64) error {
 	m.frameOver = m.frameEnd
 	return nil
 }
+
+// crossState returns a bounded copy of the state before the current opcode
+// (see failState) for a walk from a frame end an argument crossed: the top
+// of the stack, and the memo only when it is small.
+func (m *vm) crossState() *walkState {
+	st := &walkState{memo: make(map[uint64]shadow)}
+	stack := m.stack[:min(m.failStack, cap(m.stack))]
+	cut := max(len(stack)-maxCrossStack, 0)
+	st.bottomLost = cut > 0
+	for _, v := range stack[cut:] {
+		st.stack = append(st.stack, shadowOf(v))
+	}
+	for _, k := range m.marks[:min(m.failMarks, cap(m.marks))] {
+		if k >= cut {
+			st.marks = append(st.marks, k-cut)
+		} else {
+			st.marksLost = true
+		}
+	}
+	if len(st.marks) > maxCrossStack {
+		st.marks, st.marksLost = st.marks[len(st.marks)-maxCrossStack:], true
+	}
+	if len(m.memo.dense)+len(m.memo.sparse) > maxCrossMemo {
+		st.memoLost = true
+		return st
+	}
+	for i, v := range m.memo.dense {
+		st.memo[uint64(i)] = shadowOf(v)
+	}
+	for k, v := range m.memo.sparse {
+		st.memo[k] = shadowOf(v)
+	}
+	return st
+}
+
+// maxCrossMemo bounds the memo copied for a walk from a frame end.
+const maxCrossMemo = 4096
 
 // failState returns, after run failed in scan mode, the offset of the
 // opcode it failed on and the stack, marks and memo as they were before
@@ -283,6 +352,7 @@ func (m *vm) step(op byte, off int64) error {
 			return m.errf(ErrCorrupt, off, "FRAME of %d bytes exceeds the %d bytes that remain", n, m.src.remaining())
 		}
 		m.frameEnd = max(m.frameEnd, m.src.pos+int64(n))
+		m.src.startFrame(int64(n))
 		return nil
 	case opMark:
 		if len(m.marks) >= m.lim.MaxMarks {

@@ -26,6 +26,51 @@ type source struct {
 	hashed int64 // bytes [0, hashed) are in crc
 
 	entry string // for error messages
+
+	// frame is the end of the FRAME CPython's C unpickler may hold in its
+	// buffer (relative; <= pos: none). When an argument or text line needs
+	// more bytes than remain in that buffer, CPython discards the rest and
+	// reads the argument from the underlying file, that is from the frame
+	// end, while this reader goes straight on: crossed records that frame
+	// end (0: none) until takeCross.
+	frame, crossed int64
+	crossAt        int64 // where the read that crossed started
+}
+
+// arg notes that the next n bytes are an opcode's argument.
+func (s *source) arg(n uint64) {
+	if s.frame > s.pos && n > uint64(s.frame-s.pos) {
+		s.cross(s.pos)
+	}
+}
+
+// cross records that the read starting at at crossed the frame end.
+func (s *source) cross(at int64) {
+	if s.crossed == 0 {
+		s.crossed, s.crossAt = s.frame, at
+	}
+	s.frame = 0
+}
+
+// startFrame handles a FRAME of n bytes at pos (n checked against what
+// remains). A frame inside the current one leaves CPython's buffer alone;
+// one that crosses its end is read from the frame end.
+func (s *source) startFrame(n int64) {
+	if s.frame > s.pos {
+		if s.pos+n <= s.frame {
+			return
+		}
+		s.cross(s.pos)
+	}
+	s.frame = s.pos + n
+}
+
+// takeCross returns and clears the frame end an argument crossed (0: none)
+// and where the read that crossed it started.
+func (s *source) takeCross() (fe, at int64) {
+	fe, at = s.crossed, s.crossAt
+	s.crossed = 0
+	return fe, at
 }
 
 func newSource(r io.ReaderAt, base, limit int64, entry string) *source {
@@ -109,6 +154,7 @@ func (s *source) readByte() (byte, error) {
 // next returns the next n bytes (n <= sourceWindow); the slice is only valid
 // until the next read.
 func (s *source) next(n int) ([]byte, error) {
+	s.arg(uint64(max(n, 0)))
 	if err := s.fill(n); err != nil {
 		return nil, err
 	}
@@ -120,6 +166,7 @@ func (s *source) next(n int) ([]byte, error) {
 // readN returns a fresh copy of the next n bytes. n is checked against the
 // bytes that remain before any allocation.
 func (s *source) readN(n int64) ([]byte, error) {
+	s.arg(uint64(max(n, 0)))
 	if n < 0 || n > s.remaining() {
 		return nil, newError(ErrCorrupt, s.entry, s.pos, "length %d exceeds the %d bytes that remain", n, s.remaining())
 	}
@@ -150,6 +197,7 @@ func (s *source) readN(n int64) ([]byte, error) {
 
 // skip advances n bytes (n checked against what remains).
 func (s *source) skip(n int64) error {
+	s.arg(uint64(max(n, 0)))
 	if n < 0 || n > s.remaining() {
 		return newError(ErrCorrupt, s.entry, s.pos, "length %d exceeds the %d bytes that remain", n, s.remaining())
 	}
@@ -170,6 +218,8 @@ func (s *source) skip(n int64) error {
 // bytes long.
 func (s *source) readLine(max int64) ([]byte, error) {
 	var line []byte
+	start := s.pos
+	inFrame := s.frame > s.pos
 	for {
 		b, err := s.readByte()
 		if err != nil {
@@ -177,6 +227,11 @@ func (s *source) readLine(max int64) ([]byte, error) {
 		}
 		if b == '\n' {
 			return line, nil
+		}
+		if inFrame && s.pos == s.frame {
+			// no '\n' before the frame end: CPython reads the line from there
+			s.cross(start)
+			inFrame = false
 		}
 		if int64(len(line)) >= max {
 			return nil, newError(ErrLimit, s.entry, s.pos, "text line longer than %d bytes", max)

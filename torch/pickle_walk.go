@@ -46,8 +46,39 @@ type walker struct {
 	marksLost  bool // the outermost MARKs were dropped
 	found      int  // globals reported
 
-	frameEnd  int64   // furthest end of a FRAME in the current pickle (0: none)
-	frameEnds []int64 // frame ends past a STOP, for the caller to walk from (see vm.checkFrameEnd)
+	frameEnd  int64       // furthest end of a FRAME in the current pickle (0: none)
+	frameEnds []frameWalk // frame ends for the caller to walk from (see vm.checkFrameEnd, vm.checkCross)
+
+	// frame is the end of the FRAME CPython may hold in its buffer (<= pos:
+	// none); crossed is the frame end an argument crossed (0: none), see
+	// source.frame
+	frame, crossed int64
+	crossAt        int64      // where the read that crossed started
+	pre            *walkState // the state before the opcode whose argument crossed
+
+	// a walk of the bytes CPython reads after an argument crossed a frame
+	// end goes on at jumpTo when it reaches jumpAt (see frameWalk)
+	jumpAt, jumpTo int64
+}
+
+// jump moves pos past the gap between the frame bytes CPython read and the
+// frame end (the reader itself holds no gap).
+func (w *walker) jump() {
+	if w.jumpAt > 0 && w.pos == w.jumpAt {
+		w.pos, w.jumpAt = w.jumpTo, 0
+	}
+}
+
+// frameWalk is a place to walk from: a frame end past a STOP (st nil), or
+// the frame end an opcode's argument crossed (st holds the opcode and what
+// is known of the state before it).
+type frameWalk struct {
+	from int64
+	// opOff and crossAt delimit the opcode and the arguments CPython read
+	// from the frame before the one that crossed (equal: none); st is what
+	// is known of the state before that opcode (nil: a fresh pickle)
+	opOff, crossAt int64
+	st             *walkState
 }
 
 // maxFrameEnds bounds the frame ends one walker records.
@@ -56,6 +87,12 @@ const maxFrameEnds = 64
 // walkRegion walks [start, end) of an entry read through r (positioned at
 // start), starting from the shadow state st (nil: a fresh pickle).
 func walkRegion(r io.Reader, start, end int64, entry string, rep *ScanReport, st *walkState) *walker {
+	w := newWalker(r, start, end, entry, rep, st)
+	w.run()
+	return w
+}
+
+func newWalker(r io.Reader, start, end int64, entry string, rep *ScanReport, st *walkState) *walker {
 	w := &walker{r: bufio.NewReaderSize(r, 32<<10), pos: start, end: end, entry: entry, rep: rep}
 	if st != nil {
 		w.stack, w.marks, w.memo, w.memoLost = st.stack, st.marks, st.memo, st.memoLost
@@ -63,16 +100,88 @@ func walkRegion(r io.Reader, start, end int64, entry string, rep *ScanReport, st
 	if w.memo == nil {
 		w.memo = make(map[uint64]shadow)
 	}
-	w.run()
+	if st != nil {
+		w.bottomLost, w.marksLost = st.bottomLost, st.marksLost
+	}
 	return w
 }
 
 // walkState seeds a walker with what the decoder had when it stopped.
 type walkState struct {
-	stack    []shadow
-	marks    []int
-	memo     map[uint64]shadow
-	memoLost bool
+	stack                 []shadow
+	marks                 []int
+	memo                  map[uint64]shadow
+	memoLost              bool
+	bottomLost, marksLost bool
+}
+
+// maxCrossStack bounds the stack values the walker keeps for a walk from
+// a frame end an argument crossed; what is below is unknown.
+const maxCrossStack = 256
+
+// crossState returns a bounded copy of what the walker knows before the
+// current opcode: the top of the stack, the marks within it, and the memo
+// when it is small.
+func (w *walker) crossState() *walkState {
+	st := &walkState{memo: make(map[uint64]shadow), memoLost: w.memoLost,
+		bottomLost: w.bottomLost, marksLost: w.marksLost}
+	if len(w.memo) > maxCrossMemo {
+		st.memoLost = true
+	} else {
+		for k, v := range w.memo {
+			st.memo[k] = v
+		}
+	}
+	cut := max(len(w.stack)-maxCrossStack, 0)
+	if cut > 0 {
+		st.bottomLost = true
+	}
+	st.stack = append([]shadow(nil), w.stack[cut:]...)
+	for _, k := range w.marks {
+		if k >= cut {
+			st.marks = append(st.marks, k-cut)
+		} else {
+			st.marksLost = true
+		}
+	}
+	if len(st.marks) > maxCrossStack {
+		st.marks = st.marks[len(st.marks)-maxCrossStack:]
+		st.marksLost = true
+	}
+	return st
+}
+
+// checkCross handles an argument of the opcode op at off that crossed a
+// frame end (see vm.checkCross); st is the state before op.
+func (w *walker) checkCross(op byte, off int64) {
+	fe := w.crossed
+	w.crossed = 0
+	if fe == 0 {
+		return
+	}
+	w.rep.addProblem(fmt.Sprintf("%s offset %d: an argument crosses a frame end (offset %d): CPython reads it from the frame end; both are walked", w.entry, off, fe))
+	if len(w.frameEnds) >= maxFrameEnds {
+		w.rep.addProblem(fmt.Sprintf("%s offset %d: more than %d frame ends to walk from; the bytes from this frame end were not walked again", w.entry, off, maxFrameEnds))
+		return
+	}
+	w.frameEnds = append(w.frameEnds, frameWalk{from: fe, opOff: off, crossAt: w.crossAt, st: w.pre})
+}
+
+// arg notes that the next n bytes are an opcode's argument.
+func (w *walker) arg(n uint64) {
+	w.jump()
+	if w.frame > w.pos && n > uint64(w.frame-w.pos) {
+		w.cross(w.pos)
+	}
+}
+
+// cross records that the read starting at at crossed the frame end.
+func (w *walker) cross(at int64) {
+	if w.crossed == 0 {
+		// arguments are read before the opcode changes the stack
+		w.crossed, w.crossAt, w.pre = w.frame, at, w.crossState()
+	}
+	w.frame = 0
 }
 
 func shadowOf(v any) shadow {
@@ -86,6 +195,7 @@ func shadowOf(v any) shadow {
 }
 
 func (w *walker) byte() (byte, bool) {
+	w.jump()
 	if w.pos >= w.end {
 		return 0, false
 	}
@@ -100,6 +210,7 @@ func (w *walker) byte() (byte, bool) {
 
 // le reads an n-byte little-endian unsigned operand.
 func (w *walker) le(n int) (uint64, bool) {
+	w.arg(uint64(n))
 	var u uint64
 	for i := 0; i < n; i++ {
 		b, ok := w.byte()
@@ -113,6 +224,7 @@ func (w *walker) le(n int) (uint64, bool) {
 
 // payload reads n bytes, keeping at most maxWalkText of them.
 func (w *walker) payload(n uint64) (string, bool) {
+	w.arg(n)
 	if n > uint64(w.end-w.pos) {
 		return "", false
 	}
@@ -136,6 +248,9 @@ func (w *walker) payload(n uint64) (string, bool) {
 // line reads up to and including '\n', keeping at most maxWalkText bytes.
 func (w *walker) line() ([]byte, bool) {
 	var out []byte
+	w.jump()
+	start := w.pos
+	inFrame := w.frame > w.pos
 	for {
 		b, ok := w.byte()
 		if !ok {
@@ -143,6 +258,10 @@ func (w *walker) line() ([]byte, bool) {
 		}
 		if b == '\n' {
 			return out, true
+		}
+		if inFrame && w.pos == w.frame {
+			w.cross(start) // no '\n' before the frame end: CPython reads the line from there
+			inFrame = false
 		}
 		if len(out) < maxWalkText {
 			out = append(out, b)
@@ -214,7 +333,7 @@ func (w *walker) reset() {
 		w.memo = make(map[uint64]shadow)
 	}
 	w.memoLost, w.bottomLost, w.marksLost = false, false, false
-	w.frameEnd = 0
+	w.frameEnd, w.frame, w.crossed = 0, 0, 0
 }
 
 func (w *walker) run() {
@@ -228,7 +347,7 @@ func (w *walker) run() {
 			if w.frameEnd > w.pos {
 				w.rep.addProblem(fmt.Sprintf("%s offset %d: FRAME runs %d bytes past the STOP (to offset %d): the next pickle may start after the STOP or at the frame end; both are walked", w.entry, off, w.frameEnd-w.pos, w.frameEnd))
 				if len(w.frameEnds) < maxFrameEnds {
-					w.frameEnds = append(w.frameEnds, w.frameEnd)
+					w.frameEnds = append(w.frameEnds, frameWalk{from: w.frameEnd})
 				} else {
 					w.rep.addProblem(fmt.Sprintf("%s offset %d: more than %d FRAMEs run past their STOP; the bytes from this frame end were not walked again", w.entry, off, maxFrameEnds))
 				}
@@ -236,7 +355,9 @@ func (w *walker) run() {
 			w.reset()
 			continue
 		}
-		if !w.step(op, off) {
+		ok = w.step(op, off)
+		w.checkCross(op, off)
+		if !ok {
 			w.resync()
 		}
 	}
@@ -354,8 +475,16 @@ func (w *walker) step(op byte, off int64) bool {
 		if !ok {
 			return false
 		}
+		w.jump()
 		if n <= uint64(w.end-w.pos) {
 			w.frameEnd = max(w.frameEnd, w.pos+int64(n))
+			// as source.startFrame
+			if w.frame <= w.pos || w.pos+int64(n) > w.frame {
+				if w.frame > w.pos {
+					w.cross(w.pos)
+				}
+				w.frame = w.pos + int64(n)
+			}
 		}
 	case opBinInt1:
 		return w.skipPush(1)

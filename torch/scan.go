@@ -182,8 +182,8 @@ func walkAt(ra io.ReaderAt, base, from, end int64, entry string, rep *ScanReport
 		return
 	}
 	w := walkRegion(io.NewSectionReader(ra, base+from, end-from), from, end, entry, rep, st)
-	for _, fe := range w.frameEnds {
-		walkFrameEnd(ra, base, fe, end, entry, rep)
+	for _, fw := range w.frameEnds {
+		walkFrameEnd(ra, base, fw, end, entry, rep)
 	}
 }
 
@@ -191,27 +191,65 @@ func walkAt(ra io.ReaderAt, base, from, end int64, entry string, rep *ScanReport
 // that run past their STOP (beyond the first such walk of a report).
 const maxFrameWalkBytes = 256 << 20
 
-// walkFrameEnd walks [fe, end) of the region at base: where torch reads
-// the next pickle if a FRAME that ran past its STOP left the file at its
-// end (see vm.checkFrameEnd). The caller already recorded the problem.
-func walkFrameEnd(ra io.ReaderAt, base, fe, end int64, entry string, rep *ScanReport) {
-	if fe >= end {
-		return
+// maxCrossPrefix bounds the opcode bytes read from a frame before an
+// argument that crossed its end (a GLOBAL's module line, at most).
+const maxCrossPrefix = 64 << 10
+
+// walkFrameEnd walks what torch may read from a frame end fw.from to end of
+// the region at base: the next pickle if a FRAME that ran past its STOP
+// left the file at its end (see vm.checkFrameEnd), or, where an argument
+// crossed the frame end (see vm.checkCross), the opcode and the arguments
+// read before that one, then the frame end on. The caller already
+// recorded the problem.
+func walkFrameEnd(ra io.ReaderAt, base int64, fw frameWalk, end int64, entry string, rep *ScanReport) {
+	// a work list, not recursion: walks from frame ends find more of them
+	queue := []frameWalk{fw}
+	for len(queue) > 0 {
+		fw := queue[0]
+		queue = queue[1:]
+		if w := walkFrom(ra, base, fw, end, entry, rep); w != nil {
+			queue = append(queue, w.frameEnds...)
+		}
 	}
-	k := frameWalkKey{base: base, from: fe, end: end, entry: entry}
+}
+
+// walkFrom walks one place of walkFrameEnd.
+func walkFrom(ra io.ReaderAt, base int64, fw frameWalk, end int64, entry string, rep *ScanReport) *walker {
+	fe := fw.from
+	if fe >= end {
+		return nil
+	}
+	if fw.crossAt == fw.opOff { // nothing read from the frame first
+		fw.opOff, fw.crossAt = fe, fe
+	}
+	k := frameWalkKey{base: base, from: fe, end: end, entry: entry, opOff: fw.opOff, crossAt: fw.crossAt}
 	if rep.frameWalked[k] {
-		return
+		return nil
 	}
 	if rep.frameWalked == nil {
 		rep.frameWalked = make(map[frameWalkKey]bool)
 	}
 	if rep.frameWalkBytes > 0 && end-fe > maxFrameWalkBytes-rep.frameWalkBytes {
-		rep.addProblem(fmt.Sprintf("%s offset %d: too many FRAMEs run past their STOP; the bytes from this frame end were not walked again", entry, fe))
-		return
+		rep.addProblem(fmt.Sprintf("%s offset %d: too many FRAMEs run past their STOP or are crossed; the bytes from this frame end were not walked again", entry, fe))
+		return nil
+	}
+	prefix := fw.crossAt - fw.opOff
+	if prefix < 0 || prefix > maxCrossPrefix {
+		rep.addProblem(fmt.Sprintf("%s offset %d: the opcode whose argument crosses the frame end at %d is too long to walk again", entry, fw.opOff, fe))
+		return nil
 	}
 	rep.frameWalked[k] = true
 	rep.frameWalkBytes += end - fe
-	walkAt(ra, base, fe, end, entry+" (from a frame end)", rep, nil)
+	var r io.Reader = io.NewSectionReader(ra, base+fe, end-fe)
+	if prefix > 0 {
+		r = io.MultiReader(io.NewSectionReader(ra, base+fw.opOff, prefix), r)
+	}
+	w := newWalker(r, fw.opOff, end, entry+" (from a frame end)", rep, fw.st)
+	if prefix > 0 {
+		w.jumpAt, w.jumpTo = fw.crossAt, fe
+	}
+	w.run()
+	return w
 }
 
 // scanSource decodes up to maxPickles consecutive pickles from src's
@@ -237,7 +275,7 @@ func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanR
 		rep.Pickles++
 		v, err := m.run()
 		if m.frameOver > 0 {
-			walkFrameEnd(src.r, src.base, m.frameOver, src.limit, name, rep)
+			walkFrameEnd(src.r, src.base, frameWalk{from: m.frameOver, opOff: m.frameOver, crossAt: m.frameOver}, src.limit, name, rep)
 		}
 		if err != nil {
 			rep.addProblem(errMsg(err))

@@ -65,6 +65,7 @@ type ScanReport struct {
 type frameWalkKey struct {
 	base, from, end int64
 	entry           string
+	opOff, crossAt  int64 // see frameWalk
 }
 
 // maxFindings bounds the uses listed in file order in each list of a
