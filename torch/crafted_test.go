@@ -499,6 +499,9 @@ func craftedFiles() []craftedEntry {
 		Attack:      "legacy sys_info with little_endian=1 (an int): torch ignores sys_info",
 		ScanVerdict: "clean", Convert: "convert",
 		data: bytes.Replace(base, []byte("little_endian\x00\x00\x00\x88"), []byte("little_endian\x00\x00\x00K\x01"), 1)})
+	for _, e := range zipCraftedFiles() {
+		add(e)
+	}
 	return out
 }
 

@@ -232,8 +232,14 @@ func (z *zipArchive) checkLocalHeaders() {
 	var hdr [lenLocal]byte
 	for _, e := range z.entries {
 		e.dataOff = -1
-		if e.lho+lenLocal > z.cdOffset {
-			z.problem(ErrCorrupt, e.name, "local header offset %d is outside the archive data", e.lho)
+		// torch's reader (miniz) only requires the local header and the
+		// data to lie inside the file, not before the central directory:
+		// a record placed in the end record's comment, in a central entry's
+		// extra field or comment, or running into the directory is still
+		// read. Such a record is kept (so that scan decodes what torch
+		// would) and recorded as a problem (so that nothing accepts it).
+		if e.lho > z.size-lenLocal {
+			z.problem(ErrCorrupt, e.name, "local header offset %d is outside the archive data (past the end of the file)", e.lho)
 			continue
 		}
 		if readFull(z.r, hdr[:], e.lho) != nil || binary.LittleEndian.Uint32(hdr[:]) != sigLocal {
@@ -243,9 +249,16 @@ func (z *zipArchive) checkLocalHeaders() {
 		flags, method := binary.LittleEndian.Uint16(hdr[6:]), binary.LittleEndian.Uint16(hdr[8:])
 		nl, el := int64(binary.LittleEndian.Uint16(hdr[26:])), int64(binary.LittleEndian.Uint16(hdr[28:]))
 		dataOff := e.lho + lenLocal + nl + el
-		if dataOff > z.cdOffset || e.csize > z.cdOffset-dataOff {
-			z.problem(ErrCorrupt, e.name, "entry data (%d bytes at offset %d) runs into the central directory", e.csize, dataOff)
+		if dataOff > z.size || e.csize > z.size-dataOff {
+			into := ""
+			if dataOff < z.cdOffset {
+				into = " runs into the central directory and"
+			}
+			z.problem(ErrCorrupt, e.name, "entry data (%d bytes at offset %d)%s runs past the end of the file", e.csize, dataOff, into)
 			continue
+		}
+		if dataOff > z.cdOffset || e.csize > z.cdOffset-dataOff {
+			z.problem(ErrCorrupt, e.name, "entry (local header at offset %d, %d bytes of data at offset %d) is not before the central directory at offset %d (torch reads it anyway)", e.lho, e.csize, dataOff, z.cdOffset)
 		}
 		name := make([]byte, nl)
 		if readFull(z.r, name, e.lho+lenLocal) != nil {
