@@ -40,18 +40,39 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 			}
 			m.dataOff, m.size = t.dataOff, t.size
 		}
+		if m.typ == 'S' {
+			// tarfile reads the content through the sparse map
+			v, ok := newSparseView(r, m.dataOff, max(m.size, 0), m.sparse)
+			switch {
+			case ok && v.holes > maxSparseHoles:
+				rep.addProblem(fmt.Sprintf("%s: its sparse map holds %d bytes of holes between data (more than %d); the stored data is scanned", entry, v.holes, maxSparseHoles))
+			case ok:
+				scanTarMember(v, 0, v.size, m.name, entry+" (sparse)", lim, rep)
+			default:
+				rep.addProblem(fmt.Sprintf("%s: its sparse map has negative or overflowing numbers or too many runs; the stored data is scanned", entry))
+			}
+		}
 		n := min(max(m.size, 0), size-m.dataOff)
 		if n <= 0 {
 			continue
 		}
-		switch m.name {
-		case "storages":
-			scanTarStorages(r, m.dataOff, n, entry, lim, rep)
-		case "tensors":
-			scanTarTensors(r, m.dataOff, n, entry, lim, rep)
-		default:
-			scanPickles(r, m.dataOff, 0, n, entry, pidLegacy, lim, rep, 1, nil)
-		}
+		scanTarMember(r, m.dataOff, n, m.name, entry, lim, rep)
+	}
+}
+
+// maxSparseHoles bounds the zeros of a sparse member's holes that are
+// scanned as its content.
+const maxSparseHoles = 64 << 20
+
+// scanTarMember scans n bytes at base of r as the named member torch reads.
+func scanTarMember(r io.ReaderAt, base, n int64, name, entry string, lim *Limits, rep *ScanReport) {
+	switch name {
+	case "storages":
+		scanTarStorages(r, base, n, entry, lim, rep)
+	case "tensors":
+		scanTarTensors(r, base, n, entry, lim, rep)
+	default:
+		scanPickles(r, base, 0, n, entry, pidLegacy, lim, rep, 1, nil)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -25,6 +26,12 @@ type tarHeader struct {
 	linkname string
 	size     int64 // math.MaxInt64 if larger
 	typ      byte
+	// old GNU sparse ('S') headers: the four sparse structs of the header
+	// (kept even when zero, as frombuf does), the isextended flag (byte
+	// 482) and the original size (bytes 483..495).
+	sparse     [][2]int64
+	isExtended bool
+	origSize   int64
 }
 
 // tarNum is tarfile.nti: base-256 when the first byte is 0x80 or 0xff,
@@ -142,16 +149,21 @@ func parseTarHeader(b []byte) (tarHeader, tarHeaderErr) {
 	h.typ = b[156]
 	if h.typ == 'S' { // old GNU sparse structures and the original size
 		for pos := 386; pos < 386+4*24; pos += 24 {
-			if _, ok := tarNum(b[pos : pos+12]); !ok {
+			off, ok := tarNum(b[pos : pos+12])
+			if !ok {
 				return h, tarInvalid
 			}
-			if _, ok := tarNum(b[pos+12 : pos+24]); !ok {
+			n, ok := tarNum(b[pos+12 : pos+24])
+			if !ok {
 				return h, tarInvalid
 			}
+			h.sparse = append(h.sparse, [2]int64{off, n})
 		}
-		if _, ok := tarNum(b[483:495]); !ok {
+		var ok bool
+		if h.origSize, ok = tarNum(b[483:495]); !ok {
 			return h, tarInvalid
 		}
+		h.isExtended = b[482] != 0
 	}
 	h.name = string(cstr(b[0:100]))
 	h.linkname = string(cstr(b[157:257]))
@@ -298,28 +310,67 @@ func listTar(r io.ReaderAt, size int64, maxMembers int) (members []tarMember, pr
 		if p, ok := pax["linkpath"]; ok {
 			h.linkname = p
 		}
-		if s, ok := pax["size"]; ok {
-			if v, ok := parsePyLong([]byte(s), 10); ok {
-				if n, isInt := v.(int64); isInt {
-					h.size = n
+		m.dataOff = pos + tarBlock
+		stored := h.size // what the data occupies before the next header
+		if h.typ == 'S' {
+			// _proc_sparse: extension blocks follow the header while
+			// isextended is set; the data starts after them, the next
+			// header after block(header size), and size is the original
+			// size (a pax size below still overrides both).
+			var p string
+			m.dataOff, h.sparse, p = readSparseExt(r, size, m.dataOff, h.isExtended, h.sparse)
+			if p != "" {
+				return members, append(problems, fmt.Sprintf("tar sparse member %q at offset %d: %s", h.name, pos, p))
+			}
+			h.size = h.origSize
+		}
+		pySize := func(k string) {
+			if s, ok := pax[k]; ok {
+				if v, ok := parsePyLong([]byte(s), 10); ok {
+					if n, isInt := v.(int64); isInt {
+						h.size = n
+						if k == "size" {
+							stored = n
+						}
+					}
 				}
 			}
+		}
+		// _apply_pax_info applies the records in their order; a Go map has
+		// none, so every name is listed, the size keys are applied in a
+		// fixed order, and the GNU sparse keys are reported as problems.
+		pySize("GNU.sparse.size")
+		pySize("GNU.sparse.realsize")
+		pySize("size")
+		var aliases []string
+		if p, ok := pax["GNU.sparse.name"]; ok && p != h.name {
+			aliases = append(aliases, p)
 		}
 		if h.typ == '5' {
 			h.name = strings.TrimRight(h.name, "/")
 		}
+		for _, k := range []string{"GNU.sparse.map", "GNU.sparse.size", "GNU.sparse.major"} {
+			if _, ok := pax[k]; ok {
+				problems = append(problems, fmt.Sprintf("tar member %q at offset %d uses the pax GNU sparse format (%s): its data is scanned as stored, not as tarfile maps it", h.name, pos, k))
+				break
+			}
+		}
 		m.tarHeader = h
-		m.dataOff = pos + tarBlock
 		members = append(members, m)
+		for _, a := range aliases {
+			alt := m
+			alt.name = a
+			members = append(members, alt)
+		}
 		next := m.dataOff
 		if tarRegular(h.typ) {
-			if h.size < 0 {
+			if stored < 0 || h.size < 0 {
 				return members, append(problems, fmt.Sprintf("tar member %q has a negative size", h.name))
 			}
-			if h.size > size-m.dataOff {
-				return members, append(problems, fmt.Sprintf("tar member %q needs %d bytes at offset %d, past the end of the file", h.name, h.size, m.dataOff))
+			if stored > size-m.dataOff {
+				return members, append(problems, fmt.Sprintf("tar member %q needs %d bytes at offset %d, past the end of the file", h.name, stored, m.dataOff))
 			}
-			next += (h.size + tarBlock - 1) / tarBlock * tarBlock
+			next += (stored + tarBlock - 1) / tarBlock * tarBlock
 		}
 		pos = next
 	}
@@ -361,3 +412,153 @@ func parsePax(b []byte, m map[string]string) {
 // act on (a safetensors file, a compressed container) can still carry code
 // this way; Scan then reads every member torch would unpickle.
 func IsTar(r io.ReaderAt, size int64) bool { return isTarStart(r, size) }
+
+// maxSparseStructs bounds the sparse map kept for one member, and
+// maxSparseRuns the map resolved for scanning (quadratic in the worst case).
+const (
+	maxSparseStructs = 1 << 16
+	maxSparseRuns    = 1 << 12
+)
+
+// readSparseExt is the loop of tarfile's _proc_sparse: while the
+// isextended flag (byte 504 of each block) is set, another 512-byte block
+// of up to 21 sparse structs follows; structs with a zero offset or size
+// are dropped, and a field that is not a number ends the archive
+// (InvalidHeaderError). It returns the offset of the member's data, the
+// map, and a problem where tarfile stops or fails.
+func readSparseExt(r io.ReaderAt, size, at int64, ext bool, structs [][2]int64) (int64, [][2]int64, string) {
+	b := make([]byte, tarBlock)
+	for ext {
+		if at > size-tarBlock || readFull(r, b, at) != nil {
+			return at, structs, fmt.Sprintf("sparse extension block at offset %d is truncated", at)
+		}
+		for i := 0; i < 21; i++ {
+			f := b[i*24 : i*24+24]
+			off, ok1 := tarNum(f[:12])
+			n, ok2 := tarNum(f[12:])
+			if !ok1 || !ok2 {
+				return at, structs, fmt.Sprintf("sparse extension block at offset %d holds an invalid number", at)
+			}
+			if off != 0 && n != 0 {
+				if len(structs) >= maxSparseStructs {
+					return at, structs, fmt.Sprintf("more than %d sparse structs", maxSparseStructs)
+				}
+				structs = append(structs, [2]int64{off, n})
+			}
+		}
+		ext = b[504] != 0
+		at += tarBlock
+	}
+	return at, structs, ""
+}
+
+// sparseView is the content of an old GNU sparse member as tarfile's
+// _FileInFile maps it: data runs read in turn from the stored data (and
+// past it, as tarfile's seek and read do), holes read as zeros.
+type sparseView struct {
+	r     io.ReaderAt
+	runs  []sparseRun // in order, not overlapping, covering [0, size)
+	size  int64
+	holes int64 // bytes of zeros inside [0, size)
+}
+
+type sparseRun struct {
+	start, stop int64
+	real        int64 // file offset of start, or -1 for a hole
+}
+
+// newSparseView builds _FileInFile's map as tarfile does (a struct that
+// starts before the previous one ends resets its notion of the last
+// position, so runs can overlap) and resolves it the way a reader going
+// from the start sees it: each position is read from the first run that
+// holds it, searching on (cyclically) from the run read last. Where no run
+// holds a position, tarfile loops forever: the content ends there. ok is
+// false for a map with negative or overflowing numbers or too many runs.
+func newSparseView(r io.ReaderAt, dataOff, size int64, structs [][2]int64) (*sparseView, bool) {
+	var m []sparseRun
+	last, real := int64(0), dataOff
+	for _, s := range structs {
+		off, n := s[0], s[1]
+		if off < 0 || n < 0 || off > math.MaxInt64-n || real > math.MaxInt64-n {
+			return nil, false
+		}
+		if off > last {
+			m = append(m, sparseRun{last, off, -1})
+		}
+		m = append(m, sparseRun{off, off + n, real})
+		real += n
+		last = off + n
+	}
+	if last < size {
+		m = append(m, sparseRun{last, size, -1})
+	}
+	if len(m) > maxSparseRuns {
+		return nil, false
+	}
+	v := &sparseView{r: r}
+	for i, p := 0, int64(0); p < size; {
+		j := -1
+		for k := 0; k < len(m); k++ {
+			if c := m[(i+k)%len(m)]; c.start <= p && p < c.stop {
+				j = (i + k) % len(m)
+				break
+			}
+		}
+		if j < 0 {
+			break // tarfile never returns from this read
+		}
+		c := m[j]
+		if c.real >= 0 {
+			c.real += p - c.start
+		}
+		c.start, c.stop = p, min(c.stop, size)
+		v.runs = append(v.runs, c)
+		p, i = c.stop, j
+	}
+	// after the last data run tarfile reads only zeros, which no opcode
+	// uses: one block of them keeps the parse the same.
+	for len(v.runs) > 0 && v.runs[len(v.runs)-1].real < 0 {
+		v.runs = v.runs[:len(v.runs)-1]
+	}
+	if len(v.runs) > 0 {
+		v.size = v.runs[len(v.runs)-1].stop
+		if size > v.size {
+			v.runs = append(v.runs, sparseRun{v.size, v.size + min(size-v.size, tarBlock), -1})
+			v.size = v.runs[len(v.runs)-1].stop
+		}
+	}
+	for _, c := range v.runs {
+		if c.real < 0 {
+			v.holes += c.stop - c.start
+		}
+	}
+	return v, true
+}
+
+// ReadAt reads the member's content at off.
+func (v *sparseView) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("tar sparse member: negative offset %d", off)
+	}
+	n := 0
+	for len(p) > 0 {
+		if off >= v.size {
+			return n, io.EOF
+		}
+		i := sort.Search(len(v.runs), func(i int) bool { return v.runs[i].stop > off })
+		if i == len(v.runs) {
+			return n, io.EOF
+		}
+		run := v.runs[i]
+		k := int(min(int64(len(p)), run.stop-off, v.size-off))
+		if run.real < 0 {
+			clear(p[:k])
+		} else if err := readFull(v.r, p[:k], run.real+(off-run.start)); err != nil {
+			return n, err
+		}
+		n += k
+		p = p[k:]
+		off += int64(k)
+	}
+	return n, nil
+}
