@@ -227,50 +227,27 @@ func (bl *blocks) add(a *acc, dt safetensors.DType, b []byte) error {
 		}
 		return nil
 	}
-	// Bytes per block of values: F4 packs two values per byte.
-	per := dt.Size()
-	step := block * per
-	if per == 0 {
-		step = block / 2
-	}
-	for len(b) > 0 {
-		p := b[:min(step, len(b))]
-		b = b[len(p):]
-		n, err := safetensors.ElementCount(dt, len(p))
-		if err != nil {
-			return err
-		}
+	return eachBlock(dt, b, func(p []byte, n int) error {
 		if narrow(dt) {
 			v := bl.f32[:n]
 			if err := safetensors.DecodeFloat32(v, p, dt); err != nil {
 				return err
 			}
 			addBlockF32(a, v)
-			continue
+			return nil
 		}
 		v := bl.f64[:n]
 		if err := safetensors.DecodeFloat64(v, p, dt); err != nil {
 			return err
 		}
 		addBlock(a, v)
-	}
-	return nil
+		return nil
+	})
 }
 
 // addScaled is add with every value multiplied by bl.scale first.
 func (bl *blocks) addScaled(a *acc, dt safetensors.DType, b []byte) error {
-	per := dt.Size()
-	step := block * per
-	if per == 0 {
-		step = block / 2
-	}
-	for len(b) > 0 {
-		p := b[:min(step, len(b))]
-		b = b[len(p):]
-		n, err := safetensors.ElementCount(dt, len(p))
-		if err != nil {
-			return err
-		}
+	return eachBlock(dt, b, func(p []byte, n int) error {
 		v := bl.f64[:n]
 		if err := safetensors.DecodeFloat64(v, p, dt); err != nil {
 			return err
@@ -279,6 +256,28 @@ func (bl *blocks) addScaled(a *acc, dt safetensors.DType, b []byte) error {
 			v[i] *= bl.scale
 		}
 		addBlock(a, v)
+		return nil
+	})
+}
+
+// eachBlock calls fn with the bytes of each block of values in b and the
+// number of values they hold (F4 packs two values per byte).
+func eachBlock(dt safetensors.DType, b []byte, fn func(p []byte, n int) error) error {
+	per := dt.Size()
+	step := block * per
+	if per == 0 {
+		step = block / 2
+	}
+	for len(b) > 0 {
+		p := b[:min(step, len(b))]
+		b = b[len(p):]
+		n, err := safetensors.ElementCount(dt, len(p))
+		if err != nil {
+			return err
+		}
+		if err := fn(p, n); err != nil {
+			return err
+		}
 	}
 	return nil
 }
