@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
+	"github.com/gosafetensors/safetensors/internal/benchcmp"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/diff"
@@ -62,43 +60,6 @@ func benchFile(b *testing.B, seed uint64) string {
 	return path
 }
 
-func interleaved(b *testing.B, bytes int64, baseline, ours func()) {
-	b.Helper()
-	var tb, to []time.Duration
-	baseline()
-	ours()
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		baseline()
-		t1 := time.Now()
-		ours()
-		t2 := time.Now()
-		tb, to = append(tb, t1.Sub(t0)), append(to, t2.Sub(t1))
-	}
-	b.StopTimer()
-	slices.Sort(tb)
-	slices.Sort(to)
-	mb, mo := tb[len(tb)/2], to[len(to)/2]
-	b.ReportMetric(float64(bytes)/mb.Seconds()/1e9, "base-GB/s")
-	b.ReportMetric(float64(bytes)/mo.Seconds()/1e9, "ours-GB/s")
-	b.ReportMetric(mo.Seconds()/mb.Seconds(), "ratio")
-}
-
-func readOnce(b *testing.B, paths ...string) {
-	buf := make([]byte, 4<<20)
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf); err != nil {
-			b.Fatal(err)
-		}
-		f.Close()
-	}
-}
-
 // BenchmarkDiff1GiB compares two 1 GiB F32 files against reading both once:
 // "identical" (equal bytes: the memcmp path), "sparse" (one element in every
 // 64 KiB differs: only runs of 64 elements around them are decoded) and
@@ -128,7 +89,7 @@ func BenchmarkDiff1GiB(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			sa, _ := os.Stat(a)
 			sb, _ := os.Stat(other)
-			interleaved(b, sa.Size()+sb.Size(), func() { readOnce(b, a, other) }, func() {
+			benchcmp.Interleaved(b, sa.Size()+sb.Size(), func() { benchcmp.ReadOnce(b, a, other) }, func() {
 				fa, err := safetensors.Open(a)
 				if err != nil {
 					b.Fatal(err)

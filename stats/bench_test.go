@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
+	"github.com/gosafetensors/safetensors/internal/benchcmp"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/stats"
@@ -59,52 +57,13 @@ func benchFile(b *testing.B, seed uint64) string {
 	return path
 }
 
-func interleaved(b *testing.B, bytes int64, baseline, ours func()) {
-	b.Helper()
-	var tb, to []time.Duration
-	baseline()
-	ours()
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		baseline()
-		t1 := time.Now()
-		ours()
-		t2 := time.Now()
-		tb, to = append(tb, t1.Sub(t0)), append(to, t2.Sub(t1))
-	}
-	b.StopTimer()
-	slices.Sort(tb)
-	slices.Sort(to)
-	mb, mo := tb[len(tb)/2], to[len(to)/2]
-	b.ReportMetric(float64(bytes)/mb.Seconds()/1e9, "base-GB/s")
-	b.ReportMetric(float64(bytes)/mo.Seconds()/1e9, "ours-GB/s")
-	b.ReportMetric(mo.Seconds()/mb.Seconds(), "ratio")
-}
-
-// readOnce reads paths start to end through one 4 MiB buffer: the cost of
-// looking at every byte once.
-func readOnce(b *testing.B, paths ...string) {
-	buf := make([]byte, 4<<20)
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf); err != nil {
-			b.Fatal(err)
-		}
-		f.Close()
-	}
-}
-
 // BenchmarkStats1GiB summarises a 1 GiB F32 file, against one read of the
 // file, mapped (Open) and through pread (NewReader over *os.File).
 func BenchmarkStats1GiB(b *testing.B) {
 	path := benchFile(b, 0)
 	st, _ := os.Stat(path)
 	b.Run("mapped", func(b *testing.B) {
-		interleaved(b, st.Size(), func() { readOnce(b, path) }, func() {
+		benchcmp.Interleaved(b, st.Size(), func() { benchcmp.ReadOnce(b, path) }, func() {
 			f, err := safetensors.Open(path)
 			if err != nil {
 				b.Fatal(err)
@@ -116,7 +75,7 @@ func BenchmarkStats1GiB(b *testing.B) {
 		})
 	})
 	b.Run("pread", func(b *testing.B) {
-		interleaved(b, st.Size(), func() { readOnce(b, path) }, func() {
+		benchcmp.Interleaved(b, st.Size(), func() { benchcmp.ReadOnce(b, path) }, func() {
 			f, err := os.Open(path)
 			if err != nil {
 				b.Fatal(err)
