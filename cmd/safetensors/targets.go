@@ -70,21 +70,29 @@ func expandTargets(ctx context.Context, loc string, want func(name string) bool)
 // looksLikeModel reports whether a local file's content is one the
 // opener recognises (a checkpoint, a pickle with a PROTO opcode, a tar, a
 // safetensors file, a compressed container). Protocol 0 and 1 pickles have
-// no magic: they are found by name.
+// no magic: they are found by name. A file that cannot be read is kept, so
+// that checking it reports the error.
 func looksLikeModel(path string) bool {
+	format, ok := detectLocal(path)
+	return !ok || (format != source.Unknown && format != source.Index)
+}
+
+// detectLocal detects a local file's format from its first bytes, as the
+// opener does; ok is false when the file cannot be read.
+func detectLocal(path string) (format source.Format, ok bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return true // report the error
+		return source.Unknown, false
 	}
 	defer f.Close()
-	b := make([]byte, source.PrefixSize)
-	n, _ := io.ReadFull(f, b)
 	st, err := f.Stat()
 	if err != nil {
-		return true
+		return source.Unknown, false
 	}
-	format, _ := source.Detect(b[:n], st.Size())
-	return format != source.Unknown && format != source.Index
+	b := make([]byte, source.PrefixSize)
+	n, _ := io.ReadFull(f, b)
+	format, _ = source.Detect(b[:n], st.Size())
+	return format, true
 }
 
 // isBucketPrefix reports whether loc names a bucket prefix: a bucket URL

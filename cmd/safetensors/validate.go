@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/gosafetensors/safetensors"
@@ -167,19 +166,8 @@ func validateWanted(name string) bool {
 	if source.KindOf(name) != source.LocalPath {
 		return false
 	}
-	f, err := os.Open(name)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b := make([]byte, source.PrefixSize)
-	n, _ := io.ReadFull(f, b)
-	st, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	format, _ := source.Detect(b[:n], st.Size())
-	return format == source.Safetensors
+	format, ok := detectLocal(name)
+	return ok && format == source.Safetensors
 }
 
 // validateOne checks one location: a safetensors file (plain, compressed
