@@ -108,7 +108,7 @@ func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
 		if err != nil {
 			return nil, classify(o, err)
 		}
-		r, err := safetensors.NewReader(ra, ra.Size(), safetensors.WithName(o.Name))
+		r, err := safetensors.NewReader(ra, ra.Size(), safetensors.WithName(o.Name), safetensors.WithoutDecompression())
 		if err != nil {
 			return nil, classify(o, err)
 		}
@@ -138,17 +138,18 @@ func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
 }
 
 // safetensors reads the object's header: a local file is mapped (the
-// *File then owns the descriptor).
+// *File then owns the descriptor). The object was detected as not
+// compressed already, so the root package does not probe again.
 func (o *Object) safetensors() (*safetensors.Reader, error) {
 	if o.file != nil {
-		f, err := safetensors.NewFile(o.file, safetensors.WithName(o.Name))
+		f, err := safetensors.NewFile(o.file, safetensors.WithName(o.Name), safetensors.WithoutDecompression())
 		if err != nil {
 			return nil, err
 		}
 		o.closer = nil // f closes the descriptor
 		return &f.Reader, nil
 	}
-	return safetensors.NewReader(o, o.Size, safetensors.WithName(o.Name))
+	return safetensors.NewReader(o, o.Size, safetensors.WithName(o.Name), safetensors.WithoutDecompression())
 }
 
 // index reads the object as a sharded model's index and opens its shards
