@@ -3,6 +3,7 @@ package compressed
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/gosafetensors/safetensors"
@@ -136,5 +137,56 @@ func TestConcurrentReads(t *testing.T) {
 			}
 		}
 		ra.Close()
+	}
+}
+
+// TestReadRunsMatchesOriginal reads random batches of runs — frame-aligned
+// ones decoded in place, partial ones, overlapping ones, runs sharing a
+// frame — with and without a frame cache, and checks every byte against
+// the original file.
+func TestReadRunsMatchesOriginal(t *testing.T) {
+	const frameSize = 16 << 10
+	orig := genModel(t, safetensors.BF16, 1<<20, 9)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, codec := range allCodecs {
+		comp := compressBytes(t, orig, WithCodec(codec), WithFrameSize(frameSize))
+		for _, cache := range []int{0, 4} {
+			ra, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), WithCacheFrames(cache))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for iter := range 200 {
+				n := 1 + rng.IntN(12)
+				bufs := make([][]byte, n)
+				offs := make([]int64, n)
+				for k := range n {
+					off := rng.Int64N(int64(len(orig)))
+					var size int64
+					switch rng.IntN(3) {
+					case 0: // frame-aligned, several frames
+						off -= off % frameSize
+						size = frameSize * (1 + rng.Int64N(3))
+					case 1: // small, maybe inside one frame
+						size = 1 + rng.Int64N(300)
+					default: // anything
+						size = 1 + rng.Int64N(3*frameSize)
+					}
+					size = min(size, int64(len(orig))-off)
+					if k > 0 && rng.IntN(4) == 0 { // overlap the previous run
+						off, size = offs[k-1], int64(len(bufs[k-1]))
+					}
+					offs[k], bufs[k] = off, make([]byte, size)
+				}
+				if err := ra.ReadRuns(bufs, offs); err != nil {
+					t.Fatalf("%s cache %d iter %d: %v", codec, cache, iter, err)
+				}
+				for k := range n {
+					if !bytes.Equal(bufs[k], orig[offs[k]:offs[k]+int64(len(bufs[k]))]) {
+						t.Fatalf("%s cache %d iter %d: run %d (%d bytes at %d) differs", codec, cache, iter, k, len(bufs[k]), offs[k])
+					}
+				}
+			}
+			ra.Close()
+		}
 	}
 }

@@ -332,8 +332,11 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 			continue
 		}
 		// Collect the following runs while they need at most group frames.
+		// A frame wholly inside one run is decoded straight into that
+		// run's buffer (direct[f] is the run); the others into scratch.
 		var need []int
 		have := map[int][]byte{}
+		direct := map[int]directFrame{}
 		j := i
 		for ; j < len(bufs); j++ {
 			if offs[j] < int64(len(r.prefix)) || offs[j] < 0 || offs[j]+int64(len(bufs[j])) > r.size {
@@ -351,8 +354,12 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 			}
 			for _, f := range add {
 				have[f] = r.cached(f)
-				if have[f] == nil {
-					need = append(need, f)
+				if have[f] != nil {
+					continue
+				}
+				need = append(need, f)
+				if fr := &r.frames[f]; fr.uoff >= offs[j] && fr.uoff+fr.ulen <= offs[j]+int64(len(bufs[j])) {
+					direct[f] = directFrame{j, bufs[j][fr.uoff-offs[j] : fr.uoff-offs[j]+fr.ulen]}
 				}
 			}
 		}
@@ -366,6 +373,9 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 		var pooled []*[]byte
 		err := r.parallel(len(need), func(k int) error {
 			f := need[k]
+			if d, ok := direct[f]; ok {
+				return r.decodeFrame(f, d.dst, par)
+			}
 			var buf []byte
 			var bp *[]byte
 			if r.limit == 0 {
@@ -393,7 +403,11 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 			for ; i < j; i++ {
 				a, b := r.frameRange(offs[i], int64(len(bufs[i])))
 				for f := a; f < b; f++ {
-					copyFrame(bufs[i], offs[i], &r.frames[f], have[f])
+					if d, ok := direct[f]; !ok {
+						copyFrame(bufs[i], offs[i], &r.frames[f], have[f])
+					} else if d.run != i {
+						copyFrame(bufs[i], offs[i], &r.frames[f], d.dst)
+					}
 				}
 			}
 		}
@@ -405,6 +419,13 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 		}
 	}
 	return nil
+}
+
+// directFrame is a frame that ReadRuns decodes straight into the buffer
+// of the run that wholly holds it.
+type directFrame struct {
+	run int
+	dst []byte
 }
 
 // decodeFrame reads frame i's compressed bytes and decodes them into dst;
