@@ -105,8 +105,8 @@ func BenchmarkConvert(b *testing.B) {
 	st, _ := os.Stat(in)
 	for _, bc := range []struct {
 		name string
-		opt  Options
-	}{{"verify", Options{Overwrite: true}}, {"noverify", Options{Overwrite: true, NoVerify: true}}} {
+		opt  []Option
+	}{{"verify", []Option{WithOverwrite(true)}}, {"noverify", []Option{WithOverwrite(true), WithVerify(false)}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			dir := b.TempDir()
 			out, copied := filepath.Join(dir, "out.safetensors"), filepath.Join(dir, "copy.bin")
@@ -117,7 +117,7 @@ func BenchmarkConvert(b *testing.B) {
 				runtime.GC()
 				h := sampleHeap()
 				start := time.Now()
-				if _, err := File(in, out, bc.opt); err != nil {
+				if _, err := File(in, out, bc.opt...); err != nil {
 					b.Fatal(err)
 				}
 				ours += time.Since(start)
@@ -159,7 +159,7 @@ func BenchmarkScanVsConvert100kTensors(b *testing.B) {
 		}
 		scan += time.Since(start)
 		start = time.Now()
-		if _, err := File(in, out, Options{Overwrite: true}); err != nil {
+		if _, err := File(in, out, WithOverwrite(true)); err != nil {
 			b.Fatal(err)
 		}
 		conv += time.Since(start)

@@ -131,7 +131,7 @@ func TestConvertFixtures(t *testing.T) {
 
 			// Default policy.
 			out := filepath.Join(tmp, "default.safetensors")
-			rep, err := File(in, out, Options{Digests: true})
+			rep, err := File(in, out, WithDigests(true))
 			if err != nil {
 				t.Fatalf("convert: %v", err)
 			}
@@ -181,7 +181,7 @@ func TestConvertFixtures(t *testing.T) {
 
 			// KeepAliases: the materialized reference, exactly.
 			out2 := filepath.Join(tmp, "keep.safetensors")
-			rep2, err := File(in, out2, Options{KeepAliases: true})
+			rep2, err := File(in, out2, WithKeepAliases(true))
 			if err != nil {
 				t.Fatalf("convert --keep-aliases: %v", err)
 			}
@@ -289,7 +289,7 @@ func fullName(sc sidecar, name string) string {
 }
 
 func TestSkippedEntries(t *testing.T) {
-	rep, err := PlanFile("../testdata/torch/checkpoint_nested.pt", Options{})
+	rep, err := PlanFile("../testdata/torch/checkpoint_nested.pt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestSkippedEntries(t *testing.T) {
 	if rep.Output != "" || rep.Tensors[0].SHA256 != "" {
 		t.Error("a plan has an output or digests")
 	}
-	rep, err = PlanFile("../testdata/torch/non_tensor_values.pt", Options{})
+	rep, err = PlanFile("../testdata/torch/non_tensor_values.pt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,20 +319,20 @@ func TestSkippedEntries(t *testing.T) {
 }
 
 func TestKeyOption(t *testing.T) {
-	rep, err := PlanFile("../testdata/torch/checkpoint_nested.pt", Options{Key: "optimizer.state"})
+	rep, err := PlanFile("../testdata/torch/checkpoint_nested.pt", WithKey("optimizer.state"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Unwrapped != "optimizer.state" || len(rep.Tensors) == 0 || !strings.HasPrefix(rep.Tensors[0].Name, "0.") && !strings.Contains(rep.Tensors[0].Name, ".") {
 		t.Errorf("unwrapped %q tensors %v", rep.Unwrapped, rep.Tensors)
 	}
-	_, err = PlanFile("../testdata/torch/checkpoint_nested.pt", Options{Key: "nope"})
+	_, err = PlanFile("../testdata/torch/checkpoint_nested.pt", WithKey("nope"))
 	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), `"state_dict"`) {
 		t.Errorf("missing key: %v", err)
 	}
 	// The root of a plain state dict whose names start with "model." is not
 	// unwrapped.
-	rep, err = PlanFile("../testdata/torch/tied_weights.pt", Options{})
+	rep, err = PlanFile("../testdata/torch/tied_weights.pt")
 	if err != nil || rep.Unwrapped != "" {
 		t.Errorf("tied_weights unwrapped %q, %v", rep.Unwrapped, err)
 	}
@@ -341,17 +341,18 @@ func TestKeyOption(t *testing.T) {
 func TestPreferDiscard(t *testing.T) {
 	in := "../testdata/torch/tied_weights.pt"
 	for _, tc := range []struct {
-		opt  Options
+		opt  []Option
 		kept string
 	}{
-		{Options{}, "lm_head.weight"},
-		{Options{Prefer: []string{"model.embed_tokens.weight"}}, "model.embed_tokens.weight"},
-		{Options{Discard: []string{"lm_head.weight"}}, "model.embed_tokens.weight"},
-		{Options{Discard: []string{"lm_head.weight", "model.embed_tokens.weight"}}, "lm_head.weight"},
-		{Options{Prefer: []string{"lm_head.weight"}, Discard: []string{"lm_head.weight"}}, "lm_head.weight"},
+		{nil, "lm_head.weight"},
+		{[]Option{WithPrefer("model.embed_tokens.weight")}, "model.embed_tokens.weight"},
+		{[]Option{WithDiscard("lm_head.weight")}, "model.embed_tokens.weight"},
+		{[]Option{WithDiscard("lm_head.weight", "model.embed_tokens.weight")}, "lm_head.weight"},
+		{[]Option{WithDiscard("lm_head.weight"), WithDiscard("model.embed_tokens.weight")}, "lm_head.weight"},
+		{[]Option{WithPrefer("lm_head.weight"), WithDiscard("model.embed_tokens.weight")}, "lm_head.weight"},
 	} {
 		out := filepath.Join(t.TempDir(), "x.safetensors")
-		rep, err := File(in, out, tc.opt)
+		rep, err := File(in, out, tc.opt...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,18 +370,18 @@ func TestOverwriteAndSameFile(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "x.safetensors")
 	os.WriteFile(out, []byte("old"), 0o666)
-	if _, err := File("../testdata/torch/dtypes.pt", out, Options{}); !errors.Is(err, ErrExists) {
+	if _, err := File("../testdata/torch/dtypes.pt", out); !errors.Is(err, ErrExists) {
 		t.Fatalf("existing output: %v", err)
 	}
 	if b, _ := os.ReadFile(out); string(b) != "old" {
 		t.Fatal("existing output changed")
 	}
-	if _, err := File("../testdata/torch/dtypes.pt", out, Options{Overwrite: true}); err != nil {
+	if _, err := File("../testdata/torch/dtypes.pt", out, WithOverwrite(true)); err != nil {
 		t.Fatal(err)
 	}
 	in := filepath.Join(dir, "in.pt")
 	copyFile(t, "../testdata/torch/dtypes.pt", in)
-	if _, err := File(in, in, Options{Overwrite: true}); !errors.Is(err, ErrInput) {
+	if _, err := File(in, in, WithOverwrite(true)); !errors.Is(err, ErrInput) {
 		t.Errorf("in == out: %v", err)
 	}
 	assertOnly(t, dir, "in.pt", "x.safetensors")
@@ -442,7 +443,7 @@ func TestCorruptStorageLeavesNothing(t *testing.T) {
 	b[off+1] ^= 0xff
 	os.WriteFile(in, b, 0o666)
 	out := filepath.Join(dir, "out.safetensors")
-	_, err = File(in, out, Options{})
+	_, err = File(in, out)
 	if !errors.Is(err, torch.ErrCorrupt) {
 		t.Fatalf("corrupt storage: %v", err)
 	}
@@ -466,7 +467,7 @@ func TestRefuse(t *testing.T) {
 			t.Run(cat+"/"+e.File, func(t *testing.T) {
 				tmp := t.TempDir()
 				out := filepath.Join(tmp, "out.safetensors")
-				rep, err := File(filepath.Join(dir, e.File), out, Options{})
+				rep, err := File(filepath.Join(dir, e.File), out)
 				names := e.MustNameOneOf
 				if e.Sidecar != "" || cat == "unsupported" {
 					var sc sidecar
@@ -565,9 +566,7 @@ func TestOutputName(t *testing.T) {
 func TestProgress(t *testing.T) {
 	var last, total int64
 	calls := 0
-	rep, err := File("../testdata/torch/many_tensors.pt", filepath.Join(t.TempDir(), "x.safetensors"), Options{
-		Progress: func(w, tot int64) { calls++; last, total = w, tot },
-	})
+	rep, err := File("../testdata/torch/many_tensors.pt", filepath.Join(t.TempDir(), "x.safetensors"), WithProgress(func(w, tot int64) { calls++; last, total = w, tot }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,7 +590,7 @@ func TestDirSharded(t *testing.T) {
 	idx, _ := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": 1, "format": "pt"}, "weight_map": wmap})
 	os.WriteFile(filepath.Join(dir, "pytorch_model.bin.index.json"), idx, 0o666)
 
-	rep, err := Dir(dir, dir, Options{})
+	rep, err := Dir(dir, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +621,7 @@ func TestDirSharded(t *testing.T) {
 		}
 	}
 	// Again: the outputs exist now.
-	if _, err := Dir(dir, dir, Options{}); !errors.Is(err, ErrExists) {
+	if _, err := Dir(dir, dir); !errors.Is(err, ErrExists) {
 		t.Errorf("second run: %v", err)
 	}
 
@@ -631,7 +630,7 @@ func TestDirSharded(t *testing.T) {
 	copyFile(t, "../testdata/torch/tiny_transformer.bin", filepath.Join(bad, shard1))
 	copyFile(t, "../testdata/malicious/torch_zip_os_system.bin", filepath.Join(bad, shard2))
 	os.WriteFile(filepath.Join(bad, "pytorch_model.bin.index.json"), idx, 0o666)
-	if _, err := Dir(bad, bad, Options{}); !errors.Is(err, torch.ErrNotAllowed) || !strings.Contains(err.Error(), "posix.system") {
+	if _, err := Dir(bad, bad); !errors.Is(err, torch.ErrNotAllowed) || !strings.Contains(err.Error(), "posix.system") {
 		t.Errorf("malicious shard: %v", err)
 	}
 	assertOnly(t, bad, shard1, shard2, "pytorch_model.bin.index.json")
@@ -643,14 +642,14 @@ func TestDirSharded(t *testing.T) {
 	writeTorchZip(t, filepath.Join(two, shard2), []torchtest.Tensor{synth("extra.a", "F32", 1, 3, 4), synth("extra.b", "BF16", 2, 5)})
 	os.WriteFile(filepath.Join(two, "pytorch_model.bin.index.json"), idx, 0o666)
 	os.WriteFile(filepath.Join(two, "pytorch_model.pt.index.json"), idx, 0o666)
-	if _, err := Dir(two, two, Options{}); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "model.safetensors.index.json") {
+	if _, err := Dir(two, two); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "model.safetensors.index.json") {
 		t.Errorf("two indexes, one output: %v", err)
 	}
 	assertOnly(t, two, shard1, shard2, "pytorch_model.bin.index.json", "pytorch_model.pt.index.json")
 
 	// An index may not point outside its directory.
 	os.WriteFile(filepath.Join(bad, "pytorch_model.bin.index.json"), []byte(`{"weight_map":{"a":"../x.bin"}}`), 0o666)
-	if _, err := Dir(bad, bad, Options{}); !errors.Is(err, ErrInput) {
+	if _, err := Dir(bad, bad); !errors.Is(err, ErrInput) {
 		t.Errorf("index with a path: %v", err)
 	}
 }
@@ -660,7 +659,7 @@ func TestDirSingle(t *testing.T) {
 	copyFile(t, "../testdata/torch/tiny_transformer.bin", filepath.Join(dir, "pytorch_model.bin"))
 	copyFile(t, "../testdata/torch/dtypes.pt", filepath.Join(dir, "other.pt"))
 	out := filepath.Join(dir, "out")
-	rep, err := Dir(dir, out, Options{})
+	rep, err := Dir(dir, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -669,7 +668,7 @@ func TestDirSingle(t *testing.T) {
 	}
 	assertOnly(t, out, "model.safetensors")
 	os.Remove(filepath.Join(dir, "pytorch_model.bin"))
-	rep, err = Dir(dir, out, Options{})
+	rep, err = Dir(dir, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -677,7 +676,7 @@ func TestDirSingle(t *testing.T) {
 		t.Errorf("files %d ignored %v", len(rep.Files), rep.Ignored)
 	}
 	assertOnly(t, out, "model.safetensors", "other.safetensors")
-	if _, err := Dir(t.TempDir(), out, Options{}); !errors.Is(err, ErrInput) {
+	if _, err := Dir(t.TempDir(), out); !errors.Is(err, ErrInput) {
 		t.Errorf("empty dir: %v", err)
 	}
 }
@@ -694,7 +693,7 @@ func TestOutputCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.safetensors")
-	if _, err := File(in, out, Options{}); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "zero strides") {
+	if _, err := File(in, out); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "zero strides") {
 		t.Fatalf("4 GiB from 4 bytes: %v", err)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -704,10 +703,10 @@ func TestOutputCap(t *testing.T) {
 	if err := torchtest.WriteFile(small, []torchtest.Tensor{{Name: "w", DType: "F32", Shape: []int64{64}, Data: make([]byte, 256)}}, torchtest.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := File(small, out, Options{MaxOutputBytes: 100}); !errors.Is(err, ErrInput) {
+	if _, err := File(small, out, WithMaxOutputBytes(100)); !errors.Is(err, ErrInput) {
 		t.Fatalf("explicit cap: %v", err)
 	}
-	if _, err := File(small, out, Options{MaxOutputBytes: 256}); err != nil {
+	if _, err := File(small, out, WithMaxOutputBytes(256)); err != nil {
 		t.Fatalf("at the cap: %v", err)
 	}
 }
@@ -721,7 +720,7 @@ func TestVerifyCatchesDifferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p, err := NewPlan(c, Options{})
+	p, err := NewPlan(c)
 	if err != nil {
 		t.Fatal(err)
 	}

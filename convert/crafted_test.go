@@ -45,7 +45,7 @@ func TestCraftedConvert(t *testing.T) {
 			in := filepath.Join("../testdata/crafted", e.Name)
 			dir := t.TempDir()
 			out := filepath.Join(dir, "out.safetensors")
-			_, err := File(in, out, Options{})
+			_, err := File(in, out)
 			rep, serr := torch.ScanFile(in)
 			if serr != nil {
 				t.Fatal(serr)

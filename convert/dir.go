@@ -73,7 +73,13 @@ type indexJob struct {
 // *.bin, *.pt, *.pth and *.ckpt except a Trainer's optimizer and argument
 // pickles. Every input is read and planned before anything is written;
 // if a write fails, the outputs already written by this call are removed.
-func Dir(in, outDir string, opt Options) (*DirReport, error) {
+// The options apply to every file (WithProgress counts over all of them);
+// an invalid one is an error wrapping [ErrOption], before anything is read.
+func Dir(in, outDir string, opts ...Option) (*DirReport, error) {
+	opt, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	rep := &DirReport{Input: in, Output: outDir}
 	ents, err := os.ReadDir(in)
 	if err != nil {
@@ -157,19 +163,19 @@ func Dir(in, outDir string, opt Options) (*DirReport, error) {
 			return nil, fmt.Errorf("%w: two inputs would both be written to %s", ErrInput, j.out)
 		}
 		outs[j.out] = true
-		c, err := torch.Open(j.in)
+		c, err := openCheckpoint(j.in, &opt)
 		if err != nil {
 			return nil, err
 		}
 		j.ckpt = c
 		jobs = append(jobs, j)
-		if j.plan, err = NewPlan(c, opt); err != nil {
+		if j.plan, err = newPlan(c, opt); err != nil {
 			return nil, withInput(err, j.in)
 		}
 		j.plan.report.Input = j.in
 		total += j.plan.report.Bytes
 	}
-	if !opt.Overwrite {
+	if !opt.overwrite {
 		for _, j := range jobs {
 			if _, err := os.Lstat(j.out); err == nil {
 				return nil, fmt.Errorf("%w: %s", ErrExists, j.out)
@@ -195,11 +201,11 @@ func Dir(in, outDir string, opt Options) (*DirReport, error) {
 	var done int64
 	byShard := map[string]*Report{}
 	for i, j := range jobs {
-		if opt.Progress != nil {
+		if opt.progress != nil {
 			base := done
-			j.plan.opt.Progress = func(w, _ int64) { opt.Progress(base+w, total) }
+			j.plan.opt.progress = func(w, _ int64) { opt.progress(base+w, total) }
 		}
-		j.plan.opt.Overwrite = true // checked above for every output
+		j.plan.opt.overwrite = true // checked above for every output
 		r, err := j.plan.Write(j.out)
 		if err != nil {
 			return fail(err)

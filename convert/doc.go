@@ -2,7 +2,7 @@
 // *.ckpt) into safetensors files without running any of the pickled code.
 //
 // A conversion is planned first ([NewPlan], [PlanFile]): the state dict is
-// unwrapped (an explicit Options.Key, else a "state_dict" entry as
+// unwrapped (an explicit [WithKey], else a "state_dict" entry as
 // Lightning and Hugging Face's convert.py write it, else a "model" entry of a
 // training checkpoint), optimizer state and non-tensor values are skipped and
 // reported, and tied weights are de-duplicated. Then [Plan.Write] streams
@@ -16,12 +16,16 @@
 // "format": "pt". A name that shares a storage with another but is a
 // different view (a slice, a transpose, a reshape such as a [2,5] view of a
 // [10] bias) is written as its own contiguous tensor, where convert.py
-// drops it or fails. Nothing is ever lost. Options.KeepAliases writes every
+// drops it or fails. Nothing is ever lost. [WithKeepAliases] writes every
 // name as its own copy.
 //
 // Outputs are atomic: the file appears under its final name only after it
-// was written, synced and (unless Options.NoVerify) re-read and compared,
+// was written, synced and (unless [WithVerify](false)) re-read and compared,
 // tensor by tensor and byte for byte, with a fresh read of each source
-// view (Options.Digests also records each tensor's SHA-256). On any error
+// view ([WithDigests] also records each tensor's SHA-256). On any error
 // no output file is left behind.
+//
+// Every function takes functional options ([Option]); an invalid value (an
+// empty key or name, a nil function, a cap below 1 other than
+// [NoOutputCap]) is an error wrapping [ErrOption], never silently ignored.
 package convert

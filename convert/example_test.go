@@ -1,6 +1,7 @@
 package convert_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -15,7 +16,7 @@ func ExampleFile() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	r, err := convert.File("../testdata/torch/tied_weights.pt", filepath.Join(dir, "model.safetensors"), convert.Options{})
+	r, err := convert.File("../testdata/torch/tied_weights.pt", filepath.Join(dir, "model.safetensors"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func ExampleDir() {
 	if err := os.WriteFile(filepath.Join(in, "pytorch_model.bin"), b, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	rep, err := convert.Dir(in, in, convert.Options{})
+	rep, err := convert.Dir(in, in)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -49,4 +50,23 @@ func ExampleDir() {
 		fmt.Println(filepath.Base(r.Input), "->", filepath.Base(r.Output), len(r.Tensors), "tensors")
 	}
 	// Output: pytorch_model.bin -> model.safetensors 35 tensors
+}
+
+func ExamplePlanFile_options() {
+	rep, err := convert.PlanFile("../testdata/torch/tied_weights.pt",
+		convert.WithPrefer("model.embed_tokens.weight"),
+		convert.WithMaxOutputBytes(64<<20))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, a := range rep.Removed {
+		fmt.Printf("%s is the same tensor as %s\n", a.Name, a.Kept)
+	}
+
+	// An invalid value is refused before the checkpoint is read.
+	_, err = convert.PlanFile("../testdata/torch/tied_weights.pt", convert.WithPrefer("a"), convert.WithDiscard("a"))
+	fmt.Println(errors.Is(err, convert.ErrOption), err)
+	// Output:
+	// lm_head.weight is the same tensor as model.embed_tokens.weight
+	// true invalid option: "a" is both preferred and discarded
 }

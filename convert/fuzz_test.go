@@ -29,7 +29,7 @@ func FuzzConvert(f *testing.F) {
 			return
 		}
 		defer c.Close()
-		p, err := NewPlan(c, Options{MaxOutputBytes: 64 << 20})
+		p, err := NewPlan(c, WithMaxOutputBytes(64<<20))
 		if err != nil {
 			if !errors.Is(err, ErrInput) {
 				var te *torch.Error

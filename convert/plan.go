@@ -3,7 +3,6 @@ package convert
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,70 +17,20 @@ import (
 // torch.ErrLimit.
 var (
 	// ErrInput reports a checkpoint that is readable but cannot be converted
-	// as asked: Options.Key names no entry, a tensor has no safetensors
-	// dtype, two names collide.
+	// as asked: the WithKey entry does not exist, a tensor has no
+	// safetensors dtype, two names collide.
 	ErrInput = errors.New("cannot convert")
 	// ErrExists reports an output file that already exists (see
-	// Options.Overwrite).
+	// WithOverwrite).
 	ErrExists = errors.New("output already exists")
 	// ErrVerify reports an output whose re-read tensors differ from the
 	// source: a disk or file-system problem. The output is removed.
 	ErrVerify = errors.New("verification failed")
 )
 
-// Options controls a conversion. The zero value converts with the default
-// policy and verifies the output.
-type Options struct {
-	// Key unwraps this entry of the checkpoint (dotted path, e.g.
-	// "state_dict" or "model"); its prefix is stripped from the names.
-	// Empty: unwrap "state_dict" or "model" when the checkpoint looks like
-	// a training checkpoint, else convert the root.
-	Key string
-	// Prefer and Discard choose the name kept among identical aliases, as
-	// convert.py's preferred_names and discard_names: a preferred name
-	// wins, then any name not discarded, then the bytewise smallest.
-	Prefer, Discard []string
-	// KeepAliases writes every name as its own copy instead of dropping
-	// aliases of identical views.
-	KeepAliases bool
-	// NoVerify skips re-reading the output and comparing it with the
-	// sources.
-	NoVerify bool
-	// Digests records each output tensor's SHA-256 in the report, computed
-	// during verification (about 0.7 s per GiB of CPU here; verification
-	// itself compares bytes and needs no digest).
-	Digests bool
-	// Overwrite replaces an existing output file instead of failing with
-	// ErrExists.
-	Overwrite bool
-	// Progress, if set, is called as tensor data is written with the bytes
-	// written so far and the total, possibly from another goroutine but
-	// never concurrently.
-	Progress func(written, total int64)
-	// MaxOutputBytes caps the tensor data written. Views with zero strides
-	// (expand) let a few bytes of storage stand for terabytes of output,
-	// so by default the output may be at most 64 times the storage bytes
-	// the checkpoint holds, or 1 GiB, whichever is more. Negative: no cap.
-	MaxOutputBytes int64
-}
-
-// outputCap returns the largest output the options allow for a checkpoint
-// whose storages hold stored bytes.
-func (o Options) outputCap(stored int64) int64 {
-	switch {
-	case o.MaxOutputBytes < 0:
-		return math.MaxInt64
-	case o.MaxOutputBytes > 0:
-		return o.MaxOutputBytes
-	case stored > math.MaxInt64/64:
-		return math.MaxInt64
-	}
-	return max(64*stored, 1<<30)
-}
-
 // OutputCapError is a conversion refused because views with zero strides
 // would expand the checkpoint's stored bytes into more tensor data than
-// Options.MaxOutputBytes allows. It wraps ErrInput.
+// the cap allows (see WithMaxOutputBytes). It wraps ErrInput.
 type OutputCapError struct {
 	Bytes  int64 // tensor data the output would hold
 	Stored int64 // bytes the checkpoint's storages hold
@@ -115,7 +64,7 @@ type TensorReport struct {
 	Shape        []int64 // dimensions
 	Bytes        int64   // data size
 	Materialized bool    // a strided view (transpose, step, expand...): the bytes were gathered into C order
-	SHA256       string  // hex digest of the bytes written, with Options.Digests; else empty
+	SHA256       string  // hex digest of the bytes written, with WithDigests; else empty
 }
 
 // Report describes a conversion, planned or done.
@@ -123,7 +72,7 @@ type Report struct {
 	Input     string            // checkpoint path
 	Output    string            // safetensors path; empty in a plan
 	Format    string            // checkpoint container: "zip" or "legacy"
-	Unwrapped string            // entry whose contents were converted ("state_dict", "model", Options.Key) or "" for the root
+	Unwrapped string            // entry whose contents were converted ("state_dict", "model", the WithKey entry) or "" for the root
 	Tensors   []TensorReport    // in file order
 	Removed   []Alias           // aliases dropped, sorted by name
 	Skipped   []Skipped         // entries not written, in checkpoint order
@@ -137,7 +86,7 @@ type Report struct {
 type Plan struct {
 	report  Report
 	sources map[string]*torch.Tensor // output name -> source view
-	opt     Options
+	opt     options
 }
 
 // Report returns what the plan will write (without digests).
@@ -162,11 +111,21 @@ func underAny(name string, roots []string) bool {
 }
 
 // NewPlan decides what converting c writes: which entry is unwrapped, which
-// entries are skipped, which aliases are dropped.
-func NewPlan(c *torch.Checkpoint, opt Options) (*Plan, error) {
+// entries are skipped, which aliases are dropped. The writing options
+// (WithVerify, WithDigests, WithOverwrite, WithProgress) are kept for
+// [Plan.Write]; an invalid option is an error wrapping [ErrOption].
+func NewPlan(c *torch.Checkpoint, opts ...Option) (*Plan, error) {
+	opt, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newPlan(c, opt)
+}
+
+func newPlan(c *torch.Checkpoint, opt options) (*Plan, error) {
 	p := &Plan{opt: opt, sources: map[string]*torch.Tensor{}}
 	p.report.Format = c.Format
-	prefix, err := choosePrefix(c, opt.Key)
+	prefix, err := choosePrefix(c, opt.key)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +168,7 @@ func NewPlan(c *torch.Checkpoint, opt Options) (*Plan, error) {
 
 	// Group identical views; keep one name per group.
 	removed := map[string]bool{}
-	if !opt.KeepAliases {
+	if !opt.keepAliases {
 		groups := map[string][]string{}
 		var order []string
 		byName := map[string]*torch.Tensor{}
@@ -226,7 +185,7 @@ func NewPlan(c *torch.Checkpoint, opt Options) (*Plan, error) {
 			if len(g) < 2 {
 				continue
 			}
-			keep := chooseKept(g, opt.Prefer, opt.Discard)
+			keep := chooseKept(g, opt.prefer, opt.discard)
 			for _, n := range g {
 				if n != keep {
 					removed[n] = true

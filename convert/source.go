@@ -10,7 +10,7 @@ import (
 )
 
 // Source is a PyTorch checkpoint seen as the safetensors file that
-// converting it with the same Options would write: the same names (the
+// converting it with the same options would write: the same names (the
 // state_dict unwrapped, aliases of identical views dropped, non-tensors
 // skipped), dtypes, shapes, order and __metadata__. Tensors are read
 // lazily through torch.View, so a slice of a strided or expanded view reads
@@ -30,9 +30,12 @@ type Source struct {
 var _ safetensors.Source = (*Source)(nil)
 
 // NewSource plans the conversion of c and serves its result. name is used
-// in error messages. Close closes c.
-func NewSource(c *torch.Checkpoint, name string, opt Options) (*Source, error) {
-	p, err := NewPlan(c, opt)
+// in error messages. Close closes c. The planning options apply (WithKey,
+// WithPrefer, WithDiscard, WithKeepAliases, WithMaxOutputBytes); the
+// writing options are ignored; an invalid option is an error wrapping
+// [ErrOption].
+func NewSource(c *torch.Checkpoint, name string, opts ...Option) (*Source, error) {
+	p, err := NewPlan(c, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +108,8 @@ func (s *Source) Close() error { return s.ckpt.Close() }
 
 // PlanCheckpoint is NewPlan for a checkpoint opened from input (a path or
 // URL), which the report names and Write refuses to overwrite.
-func PlanCheckpoint(c *torch.Checkpoint, input string, opt Options) (*Plan, error) {
-	p, err := NewPlan(c, opt)
+func PlanCheckpoint(c *torch.Checkpoint, input string, opts ...Option) (*Plan, error) {
+	p, err := NewPlan(c, opts...)
 	if err != nil {
 		return nil, withInput(err, input)
 	}

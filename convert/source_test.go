@@ -22,9 +22,9 @@ func TestSourceMatchesReferenceFiles(t *testing.T) {
 	tested := 0
 	for _, ref := range refs {
 		stem := strings.TrimSuffix(filepath.Base(ref), ".safetensors")
-		opt := Options{}
+		keepAliases := false
 		if s, ok := strings.CutSuffix(stem, ".materialized"); ok {
-			stem, opt.KeepAliases = s, true
+			stem, keepAliases = s, true
 		}
 		var ckpt string
 		for _, ext := range []string{".pt", ".bin", ".pth", ".ckpt"} {
@@ -40,7 +40,7 @@ func TestSourceMatchesReferenceFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src, err := NewSource(c, ckpt, opt)
+			src, err := NewSource(c, ckpt, WithKeepAliases(keepAliases))
 			if err != nil {
 				t.Skipf("not convertible with these options: %v", err)
 			}
@@ -51,13 +51,13 @@ func TestSourceMatchesReferenceFiles(t *testing.T) {
 			}
 			defer want.Close()
 			if !slices.Equal(src.Names(), want.Names()) {
-				if opt.KeepAliases || len(want.Meta()) > 2 {
+				if keepAliases || len(want.Meta()) > 2 {
 					// documented differences (README): we keep views HF drops
 					t.Skipf("names differ by design: %v vs %v", src.Names(), want.Names())
 				}
 				t.Fatalf("names %v, want %v", src.Names(), want.Names())
 			}
-			if !opt.KeepAliases && !maps.Equal(src.Meta(), want.Meta()) {
+			if !keepAliases && !maps.Equal(src.Meta(), want.Meta()) {
 				t.Errorf("metadata %v, want %v", src.Meta(), want.Meta())
 			}
 			for _, name := range want.Names() {
@@ -103,7 +103,7 @@ func TestSourceMatchesReferenceFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := NewSource(c, "tied", Options{})
+	src, err := NewSource(c, "tied")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,11 @@ import (
 	"github.com/gosafetensors/safetensors/torch"
 )
 
-// File converts the checkpoint in to the safetensors file out.
-func File(in, out string, opt Options) (*Report, error) {
+// File converts the checkpoint in to the safetensors file out. An invalid
+// option is an error wrapping [ErrOption], before anything is read.
+func File(in, out string, opts ...Option) (*Report, error) {
 	var r *Report
-	err := withPlan(in, opt, func(p *Plan) (err error) {
+	err := withPlan(in, opts, func(p *Plan) (err error) {
 		r, err = p.Write(out)
 		return err
 	})
@@ -29,9 +30,9 @@ func File(in, out string, opt Options) (*Report, error) {
 
 // PlanFile reads the checkpoint in and returns what converting it would
 // write, without writing anything.
-func PlanFile(in string, opt Options) (*Report, error) {
+func PlanFile(in string, opts ...Option) (*Report, error) {
 	var r *Report
-	err := withPlan(in, opt, func(p *Plan) error {
+	err := withPlan(in, opts, func(p *Plan) error {
 		r = p.Report()
 		return nil
 	})
@@ -39,18 +40,32 @@ func PlanFile(in string, opt Options) (*Report, error) {
 }
 
 // withPlan opens and plans the checkpoint in and calls f while it is open.
-func withPlan(in string, opt Options, f func(*Plan) error) error {
-	c, err := torch.Open(in)
+func withPlan(in string, opts []Option, f func(*Plan) error) error {
+	opt, err := buildOptions(opts)
+	if err != nil {
+		return err
+	}
+	c, err := openCheckpoint(in, &opt)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	p, err := NewPlan(c, opt)
+	p, err := newPlan(c, opt)
 	if err != nil {
 		return withInput(err, in)
 	}
 	p.report.Input = in
 	return f(p)
+}
+
+// openCheckpoint opens in with the WithReaderOptions options; an invalid
+// one is reported as an invalid option of this package too.
+func openCheckpoint(in string, opt *options) (*torch.Checkpoint, error) {
+	c, err := torch.Open(in, opt.torch...)
+	if errors.Is(err, torch.ErrOption) {
+		return nil, fmt.Errorf("%w: WithReaderOptions: %w", ErrOption, err)
+	}
+	return c, err
 }
 
 func withInput(err error, in string) error {
@@ -67,7 +82,7 @@ func (p *Plan) Write(out string) (*Report, error) {
 	if same, _ := sameFile(p.report.Input, out); same {
 		return nil, fmt.Errorf("%w: output %s is the input file", ErrInput, out)
 	}
-	if !p.opt.Overwrite {
+	if !p.opt.overwrite {
 		if _, err := os.Lstat(out); err == nil {
 			return nil, fmt.Errorf("%w: %s", ErrExists, out)
 		}
@@ -96,7 +111,7 @@ func (p *Plan) write(out string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog := &progress{fn: p.opt.Progress, total: r.Bytes}
+	prog := &progress{fn: p.opt.progress, total: r.Bytes}
 	for _, ti := range fw.Tensors() {
 		src := &countingSource{t: p.sources[ti.Name], prog: prog}
 		if err := fw.WriteTensorFrom(ti.Name, src); err != nil {
@@ -104,15 +119,15 @@ func (p *Plan) write(out string) (*Report, error) {
 			return nil, err
 		}
 	}
-	if p.opt.NoVerify {
-		err = fw.Close()
+	if p.opt.verify {
+		err = fw.CloseVerified(func(f *safetensors.Reader) error { return verify(f, r, p.sources, p.opt.digests) })
 	} else {
-		err = fw.CloseVerified(func(f *safetensors.Reader) error { return verify(f, r, p.sources, p.opt.Digests) })
+		err = fw.Close()
 	}
 	if err != nil {
 		return nil, err
 	}
-	r.Verified = !p.opt.NoVerify
+	r.Verified = p.opt.verify
 	r.FileSize = fw.Header().FileSize()
 	return r, nil
 }

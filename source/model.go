@@ -128,7 +128,11 @@ func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
 	}
 	// Tensors are read lazily, a slice reads only its bytes: no cap on
 	// what zero-stride views expand to is needed to bound memory.
-	cs, err := convert.NewSource(ck, o.Name, convert.Options{Key: c.torchKey, MaxOutputBytes: -1})
+	copts := []convert.Option{convert.WithMaxOutputBytes(convert.NoOutputCap)}
+	if c.torchKey != "" {
+		copts = append(copts, convert.WithKey(c.torchKey))
+	}
+	cs, err := convert.NewSource(ck, o.Name, copts...)
 	if err != nil {
 		return nil, classify(o, err)
 	}

@@ -41,13 +41,13 @@ type Entry struct {
 	SameAs string  // for tensors: name of an earlier entry that is the same pickled object (tied weights), else ""
 }
 
-// Options configures NewReaderOptions.
-type Options struct {
-	Limits Limits // zero fields take DefaultLimits values
-}
-
-// Open opens a checkpoint file; the file stays open until Close.
-func Open(path string) (*Checkpoint, error) {
+// Open opens a checkpoint file; the file stays open until Close. See
+// [NewReader] for the options.
+func Open(path string, opts ...Option) (*Checkpoint, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func Open(path string) (*Checkpoint, error) {
 		f.Close()
 		return nil, err
 	}
-	c, err := NewReader(f, fi.Size(), path)
+	c, err := newReader(f, fi.Size(), path, &o.limits)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -67,14 +67,18 @@ func Open(path string) (*Checkpoint, error) {
 }
 
 // NewReader reads a checkpoint from r (size bytes); name is used in error
-// messages. The container is recognised by content, not by name.
-func NewReader(r io.ReaderAt, size int64, name string) (*Checkpoint, error) {
-	return NewReaderOptions(r, size, name, Options{})
+// messages. The container is recognised by content, not by name. Options:
+// [WithLimits] (default [DefaultLimits]); an invalid one is an error
+// wrapping [ErrOption].
+func NewReader(r io.ReaderAt, size int64, name string, opts ...Option) (*Checkpoint, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newReader(r, size, name, &o.limits)
 }
 
-// NewReaderOptions is NewReader with explicit limits.
-func NewReaderOptions(r io.ReaderAt, size int64, name string, opts Options) (c *Checkpoint, err error) {
-	lim := opts.Limits.withDefaults()
+func newReader(r io.ReaderAt, size int64, name string, lim *Limits) (c *Checkpoint, err error) {
 	// Last line of defence only: every known failure is an explicit check.
 	// A panic here would be a bug; it is reported as corrupt input rather
 	// than crashing a server that audits uploads.
@@ -83,7 +87,7 @@ func NewReaderOptions(r io.ReaderAt, size int64, name string, opts Options) (c *
 			c, err = nil, &Error{Path: name, Offset: -1, Kind: ErrCorrupt, Msg: fmt.Sprintf("internal error while decoding: %v", p)}
 		}
 	}()
-	rep, c, err := analyzeForOpen(r, size, name, &lim)
+	rep, c, err := analyzeForOpen(r, size, name, lim)
 	if err != nil {
 		return nil, err
 	}

@@ -45,3 +45,17 @@ func ExampleOpen_refused() {
 	}
 	// Output: refused: posix.system
 }
+
+func ExampleWithLimits() {
+	lim := torch.DefaultLimits()
+	lim.MaxTensorBytes = 16 // the checkpoint holds a 32-byte tensor
+	_, err := torch.Open("../testdata/torch/dtypes.pt", torch.WithLimits(lim))
+	fmt.Println(errors.Is(err, torch.ErrLimit))
+
+	lim.MaxDims = 0 // a cap below 1 is refused before anything is read
+	_, err = torch.Open("../testdata/torch/dtypes.pt", torch.WithLimits(lim))
+	fmt.Println(err)
+	// Output:
+	// true
+	// invalid option: WithLimits: MaxDims is 0, want at least 1 (start from DefaultLimits())
+}

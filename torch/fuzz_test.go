@@ -152,7 +152,7 @@ func FuzzScanTar(f *testing.F) {
 		r := bytes.NewReader(b)
 		if len(b) >= tarBlock {
 			_, _ = parseTarHeader(b[:tarBlock])
-			rep, err := ScanOptions(r, int64(len(b)), "f", Options{Limits: *lim})
+			rep, err := Scan(r, int64(len(b)), "f", WithLimits(*lim))
 			if err != nil {
 				t.Fatal(err)
 			}

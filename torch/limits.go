@@ -1,7 +1,10 @@
 package torch
 
-// Limits bounds the work and memory spent on one checkpoint. The zero value of
-// a field means "use the default"; see DefaultLimits.
+import "fmt"
+
+// Limits bounds the work and memory spent on one checkpoint; pass it with
+// [WithLimits]. Every field must be at least 1: start from [DefaultLimits]
+// and change what you need.
 type Limits struct {
 	MaxPickleBytes int64 // bytes in one pickle stream (data.pkl or one legacy pickle)
 	MaxStringBytes int64 // one string or bytes value
@@ -24,10 +27,10 @@ type Limits struct {
 	MaxInflateBytes int64
 }
 
-// DefaultLimits returns the limits used by Open, NewReader and Scan. They are
-// far above anything torch writes for a state dict (a 100,000-tensor
-// checkpoint uses a few percent of them) and far below what would exhaust a
-// machine.
+// DefaultLimits returns the limits Open, NewReader and Scan use without
+// [WithLimits]. They are far above anything torch writes for a state dict
+// (a 100,000-tensor checkpoint uses a few percent of them) and far below
+// what would exhaust a machine.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxPickleBytes:  1 << 30,
@@ -48,55 +51,34 @@ func DefaultLimits() Limits {
 	}
 }
 
-// withDefaults fills zero fields from DefaultLimits.
-func (l Limits) withDefaults() Limits {
-	d := DefaultLimits()
-	if l.MaxPickleBytes <= 0 {
-		l.MaxPickleBytes = d.MaxPickleBytes
+// validate checks that every field is at least 1; a cap of 0 or less
+// would refuse every checkpoint, or mean nothing.
+func (l Limits) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxPickleBytes", l.MaxPickleBytes},
+		{"MaxStringBytes", l.MaxStringBytes},
+		{"MaxLongBytes", int64(l.MaxLongBytes)},
+		{"MaxMemo", int64(l.MaxMemo)},
+		{"MaxStack", int64(l.MaxStack)},
+		{"MaxMarks", int64(l.MaxMarks)},
+		{"MaxObjects", l.MaxObjects},
+		{"MaxDepth", int64(l.MaxDepth)},
+		{"MaxEntries", int64(l.MaxEntries)},
+		{"MaxNameBytes", l.MaxNameBytes},
+		{"MaxDims", int64(l.MaxDims)},
+		{"MaxTensorBytes", l.MaxTensorBytes},
+		{"MaxZipEntries", int64(l.MaxZipEntries)},
+		{"MaxViewBuffer", l.MaxViewBuffer},
+		{"MaxInflateBytes", l.MaxInflateBytes},
+	} {
+		if f.v < 1 {
+			return fmt.Errorf("%w: WithLimits: %s is %d, want at least 1 (start from DefaultLimits())", ErrOption, f.name, f.v)
+		}
 	}
-	if l.MaxStringBytes <= 0 {
-		l.MaxStringBytes = d.MaxStringBytes
-	}
-	if l.MaxLongBytes <= 0 {
-		l.MaxLongBytes = d.MaxLongBytes
-	}
-	if l.MaxMemo <= 0 {
-		l.MaxMemo = d.MaxMemo
-	}
-	if l.MaxStack <= 0 {
-		l.MaxStack = d.MaxStack
-	}
-	if l.MaxMarks <= 0 {
-		l.MaxMarks = d.MaxMarks
-	}
-	if l.MaxObjects <= 0 {
-		l.MaxObjects = d.MaxObjects
-	}
-	if l.MaxDepth <= 0 {
-		l.MaxDepth = d.MaxDepth
-	}
-	if l.MaxEntries <= 0 {
-		l.MaxEntries = d.MaxEntries
-	}
-	if l.MaxNameBytes <= 0 {
-		l.MaxNameBytes = d.MaxNameBytes
-	}
-	if l.MaxDims <= 0 {
-		l.MaxDims = d.MaxDims
-	}
-	if l.MaxTensorBytes <= 0 {
-		l.MaxTensorBytes = d.MaxTensorBytes
-	}
-	if l.MaxZipEntries <= 0 {
-		l.MaxZipEntries = d.MaxZipEntries
-	}
-	if l.MaxViewBuffer <= 0 {
-		l.MaxViewBuffer = d.MaxViewBuffer
-	}
-	if l.MaxInflateBytes <= 0 {
-		l.MaxInflateBytes = d.MaxInflateBytes
-	}
-	return l
+	return nil
 }
 
 // forPickle returns the limits for flattening the object decoded from a

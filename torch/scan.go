@@ -11,7 +11,11 @@ import (
 )
 
 // ScanFile is Scan on a file.
-func ScanFile(path string) (*ScanReport, error) {
+func ScanFile(path string, opts ...Option) (*ScanReport, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -21,7 +25,8 @@ func ScanFile(path string) (*ScanReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Scan(f, fi.Size(), path)
+	rep, _, err := analyze(f, fi.Size(), path, &o.limits)
+	return rep, err
 }
 
 // Scan audits a file without failing fast. The verdict is a sound
@@ -37,15 +42,14 @@ func ScanFile(path string) (*ScanReport, error) {
 // after a pickle) are a problem and are walked too. Every global is
 // recorded with its verdict, each opcode that would run code, and each
 // container or decoding problem. The error is only non-nil if r cannot be
-// read at all.
-func Scan(r io.ReaderAt, size int64, name string) (*ScanReport, error) {
-	return ScanOptions(r, size, name, Options{})
-}
-
-// ScanOptions is Scan with explicit limits.
-func ScanOptions(r io.ReaderAt, size int64, name string, opts Options) (*ScanReport, error) {
-	lim := opts.Limits.withDefaults()
-	rep, _, err := analyze(r, size, name, &lim)
+// read at all, or if an option is invalid (an error wrapping [ErrOption]).
+// Options: [WithLimits] (default [DefaultLimits]).
+func Scan(r io.ReaderAt, size int64, name string, opts ...Option) (*ScanReport, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	rep, _, err := analyze(r, size, name, &o.limits)
 	return rep, err
 }
 
@@ -56,7 +60,7 @@ func ScanOptions(r io.ReaderAt, size int64, name string, opts Options) (*ScanRep
 func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanReport, c *Checkpoint, err error) {
 	rep = &ScanReport{Path: name, Format: "unknown"}
 	defer func() {
-		// last line of defence, see NewReaderOptions
+		// last line of defence, see NewReader
 		if p := recover(); p != nil {
 			rep.addProblem(fmt.Sprintf("internal error while scanning: %v", p))
 			c = nil

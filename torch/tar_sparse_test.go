@@ -225,8 +225,7 @@ func TestTarSparseMutations(t *testing.T) {
 				b := append([]byte(nil), c...)
 				copy(b[pos:], v)
 				setTarChecksum(b[start:start+tarBlock], false)
-				lim := DefaultLimits()
-				if _, err := ScanOptions(bytes.NewReader(b), int64(len(b)), "f", Options{Limits: lim}); err != nil {
+				if _, err := Scan(bytes.NewReader(b), int64(len(b)), "f"); err != nil {
 					t.Fatal(err)
 				}
 				n++

@@ -23,7 +23,7 @@ func TestWalkerContinuesWithDecoderState(t *testing.T) {
 	for name, p := range cases {
 		lim := DefaultLimits()
 		lim.MaxStringBytes = 16
-		rep, err := ScanOptions(bytes.NewReader([]byte(p)), int64(len(p)), "t.pkl", Options{Limits: lim})
+		rep, err := Scan(bytes.NewReader([]byte(p)), int64(len(p)), "t.pkl", WithLimits(lim))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,17 +85,28 @@ input), 2 could not read or write (or the output exists: use --force).`,
 }
 
 func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl convertFlags) error {
-	opt := convert.Options{
-		Key: fl.key, Prefer: fl.prefer, Discard: fl.discard,
-		KeepAliases: fl.keepAliases, NoVerify: fl.noVerify, Overwrite: fl.force,
-		Digests: fl.sha256,
+	opts := []convert.Option{
+		convert.WithKeepAliases(fl.keepAliases), convert.WithVerify(!fl.noVerify),
+		convert.WithOverwrite(fl.force), convert.WithDigests(fl.sha256),
+	}
+	if fl.key != "" {
+		opts = append(opts, convert.WithKey(fl.key))
+	}
+	if len(fl.prefer) > 0 {
+		opts = append(opts, convert.WithPrefer(fl.prefer...))
+	}
+	if len(fl.discard) > 0 {
+		opts = append(opts, convert.WithDiscard(fl.discard...))
 	}
 	if fl.maxOutput != "" {
 		n, err := parseSize(fl.maxOutput)
 		if err != nil {
 			return usageError("--max-output: %v", err)
 		}
-		opt.MaxOutputBytes = n
+		opts = append(opts, convert.WithMaxOutputBytes(n))
+	}
+	if fl.sha256 && fl.noVerify {
+		return usageError("--sha256 records the digests while the output is read back: it cannot go with --no-verify")
 	}
 	if err := checkOutputName(in, out); err != nil {
 		return err
@@ -113,7 +124,7 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 		if fl.dryRun {
 			return usageError("--dry-run takes a checkpoint file, not a directory")
 		}
-		return convertDir(stdout, stderr, in, out, opt, fl.json)
+		return convertDir(stdout, stderr, in, out, opts, fl.json)
 	case source.Safetensors, source.Compressed, source.Index:
 		what := map[source.Format]string{source.Safetensors: "a safetensors file", source.Compressed: "a compressed safetensors file",
 			source.Index: "the index of a sharded safetensors model"}[o.Format]
@@ -130,7 +141,15 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 		return convertError(err)
 	}
 	defer ck.Close()
-	plan, err := convert.PlanCheckpoint(ck, in, opt)
+	// The bar draws nothing until the first update: created here, before
+	// planning, so that the plan carries the progress function.
+	var bar *progress
+	if !fl.dryRun {
+		if bar = newProgress(stderr, "converting "+filepath.Base(in), 0); bar != nil {
+			opts = append(opts, convert.WithProgress(func(w, total int64) { bar.setTotal(total); bar.update(w) }))
+		}
+	}
+	plan, err := convert.PlanCheckpoint(ck, in, opts...)
 	if err != nil {
 		return convertError(err)
 	}
@@ -153,10 +172,6 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 		printPlan(stdout, rep)
 		fmt.Fprintf(stdout, "would convert %s -> %s: %s\n", in, out, summary(rep))
 		return nil
-	}
-	bar := newProgress(stderr, "converting "+filepath.Base(in), 0)
-	if bar != nil {
-		opt.Progress = func(w, total int64) { bar.setTotal(total); bar.update(w) }
 	}
 	rep, err = plan.Write(out)
 	bar.done()
@@ -237,12 +252,12 @@ func checkNamesKnown(rep *convert.Report, prefer, discard []string) error {
 	return nil
 }
 
-func convertDir(stdout, stderr io.Writer, in, out string, opt convert.Options, asJSON bool) error {
+func convertDir(stdout, stderr io.Writer, in, out string, opts []convert.Option, asJSON bool) error {
 	bar := newProgress(stderr, "converting "+filepath.Base(filepath.Clean(in)), 0)
 	if bar != nil {
-		opt.Progress = func(w, total int64) { bar.setTotal(total); bar.update(w) }
+		opts = append(opts, convert.WithProgress(func(w, total int64) { bar.setTotal(total); bar.update(w) }))
 	}
-	rep, err := convert.Dir(in, out, opt)
+	rep, err := convert.Dir(in, out, opts...)
 	bar.done()
 	if err != nil {
 		return convertError(err)
@@ -269,6 +284,10 @@ func convertDir(stdout, stderr io.Writer, in, out string, opt convert.Options, a
 // convertError maps an error to the exit status: 1 for input that is
 // refused, 2 for anything that could not be read or written.
 func convertError(err error) error {
+	if errors.Is(err, convert.ErrOption) {
+		// an empty, repeated or contradictory --prefer/--discard name
+		return usageError("%s", optionFlagNames.Replace(err.Error()))
+	}
 	var capErr *convert.OutputCapError
 	if errors.As(err, &capErr) {
 		err = fmt.Errorf("%w: raise the cap with --max-output SIZE (or -1 for none) if you expect it", err)
@@ -283,6 +302,9 @@ func convertError(err error) error {
 	}
 	return &exitError{Code: exitNoCheck, Err: err}
 }
+
+// optionFlagNames words convert's option errors as the flags that set them.
+var optionFlagNames = strings.NewReplacer("invalid option: ", "", "WithPrefer", "--prefer", "WithDiscard", "--discard", "WithKey", "--key", "WithMaxOutputBytes", "--max-output")
 
 func summary(r *convert.Report) string {
 	parts := []string{plural(int64(len(r.Tensors)), "tensor"), humanBytes(r.Bytes)}

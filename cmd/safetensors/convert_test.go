@@ -177,6 +177,33 @@ func TestConvertCmdUsage(t *testing.T) {
 	}
 }
 
+// TestConvertCmdBadOptions: flag values convert refuses are usage errors
+// (exit 2) worded with the flags, and nothing is written.
+func TestConvertCmdBadOptions(t *testing.T) {
+	in := torchDir + "tied_weights.pt"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sha256", "--no-verify"}, "cannot go with --no-verify"},
+		{[]string{"--prefer", ""}, "--prefer: empty name"},
+		{[]string{"--discard", "lm_head.weight", "--discard", "lm_head.weight"}, `--discard: "lm_head.weight" given twice`},
+		{[]string{"--prefer", "lm_head.weight", "--discard", "lm_head.weight"}, `"lm_head.weight" is both preferred and discarded`},
+		{[]string{"--max-output", "0"}, "--max-output"},
+		{[]string{"--max-output", "-2"}, "--max-output"},
+	} {
+		dir := t.TempDir()
+		args := append(append([]string{"convert"}, tc.args...), in, filepath.Join(dir, "x.safetensors"))
+		code, _, errOut := runCLI(t, args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+		if got := dirNames(t, dir); len(got) != 0 {
+			t.Errorf("%v: wrote %v", tc.args, got)
+		}
+	}
+}
+
 func TestConvertJSON(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "tw.safetensors")
 	code, stdout, stderr := runCLI(t, "convert", "--json", "--sha256", "../../testdata/torch/tied_weights.pt", out)

@@ -1,0 +1,201 @@
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/gosafetensors/safetensors/torch"
+)
+
+// ErrOption is wrapped by the error a function of this package returns for
+// an invalid option value (a nil [Option], an empty key, an empty or
+// repeated name, a nil progress function, a cap below 1 other than -1,
+// digests without verification); nothing is read or written then.
+var ErrOption = errors.New("invalid option")
+
+// NoOutputCap, given to [WithMaxOutputBytes], lifts the cap on the tensor
+// data written.
+const NoOutputCap = -1
+
+// Option configures [File], [PlanFile], [Dir], [NewPlan], [PlanCheckpoint]
+// and [NewSource]. Without options a conversion unwraps the state dict it
+// finds, drops aliases of identical views by convert.py's rule, caps the
+// output at 64 times the stored bytes (or 1 GiB), refuses to overwrite and
+// verifies the output. Options that do not apply to a function (writing
+// options for [NewSource], reading options for a checkpoint already open)
+// are ignored by it.
+type Option func(*options) error
+
+type options struct {
+	key             string
+	prefer, discard []string
+	keepAliases     bool
+	verify          bool
+	digests         bool
+	overwrite       bool
+	progress        func(written, total int64)
+	maxOutput       int64 // 0: the default cap; NoOutputCap: none
+	torch           []torch.Option
+}
+
+func buildOptions(opts []Option) (options, error) {
+	o := options{verify: true}
+	for _, f := range opts {
+		if f == nil {
+			return o, fmt.Errorf("%w: nil Option", ErrOption)
+		}
+		if err := f(&o); err != nil {
+			return o, err
+		}
+	}
+	for _, n := range o.prefer {
+		if slices.Contains(o.discard, n) {
+			return o, fmt.Errorf("%w: %q is both preferred and discarded", ErrOption, n)
+		}
+	}
+	if o.digests && !o.verify {
+		return o, fmt.Errorf("%w: WithDigests needs verification: the digests are computed while the output is read back", ErrOption)
+	}
+	return o, nil
+}
+
+// WithKey unwraps this entry of the checkpoint (a dotted path such as
+// "state_dict", "model" or "ema"); its prefix is stripped from the names,
+// and a key that names no entry is an [ErrInput] error when planning.
+// Without it, "state_dict" or "model" is unwrapped when the checkpoint
+// looks like a training checkpoint, else the root is converted. The key
+// must not be empty.
+func WithKey(key string) Option {
+	return func(o *options) error {
+		if key == "" {
+			return fmt.Errorf("%w: WithKey: empty key (leave the option out to unwrap the state dict automatically)", ErrOption)
+		}
+		o.key = key
+		return nil
+	}
+}
+
+// WithPrefer names tensors to keep among identical aliases, as convert.py's
+// preferred_names: a preferred name wins, then any name not discarded (see
+// [WithDiscard]), then the bytewise smallest. Names add up over several
+// calls; an empty name, a name given twice, or a name also discarded is an
+// error. Names that are not tensors of the checkpoint are not errors here
+// (the CLI refuses them after planning).
+func WithPrefer(names ...string) Option {
+	return func(o *options) error {
+		l, err := addNames("WithPrefer", o.prefer, names)
+		o.prefer = l
+		return err
+	}
+}
+
+// WithDiscard names tensors not to keep among identical aliases, as
+// convert.py's discard_names; see [WithPrefer].
+func WithDiscard(names ...string) Option {
+	return func(o *options) error {
+		l, err := addNames("WithDiscard", o.discard, names)
+		o.discard = l
+		return err
+	}
+}
+
+func addNames(opt string, list, names []string) ([]string, error) {
+	for _, n := range names {
+		switch {
+		case n == "":
+			return list, fmt.Errorf("%w: %s: empty name", ErrOption, opt)
+		case slices.Contains(list, n):
+			return list, fmt.Errorf("%w: %s: %q given twice", ErrOption, opt, n)
+		}
+		list = append(list, n)
+	}
+	return list, nil
+}
+
+// WithKeepAliases writes every name as its own copy instead of dropping
+// aliases of identical views (default false).
+func WithKeepAliases(yes bool) Option {
+	return func(o *options) error { o.keepAliases = yes; return nil }
+}
+
+// WithVerify turns the read-back check off or on (on by default): before
+// the output gets its name, it is re-read and every tensor compared byte
+// for byte with a fresh read of its source view.
+func WithVerify(yes bool) Option {
+	return func(o *options) error { o.verify = yes; return nil }
+}
+
+// WithDigests records each output tensor's SHA-256 in the report
+// (TensorReport.SHA256), computed during verification, about 0.7 s of CPU
+// per GiB; verification itself compares bytes and needs no digest.
+// Digests with [WithVerify](false) are an error.
+func WithDigests(yes bool) Option {
+	return func(o *options) error { o.digests = yes; return nil }
+}
+
+// WithOverwrite lets outputs replace existing files. Without it, an
+// existing output is an [ErrExists] error and nothing is written.
+func WithOverwrite(yes bool) Option {
+	return func(o *options) error { o.overwrite = yes; return nil }
+}
+
+// WithProgress calls fn as tensor data is written with the bytes written so
+// far and the total (over all files for [Dir]), possibly from another
+// goroutine but never concurrently. fn must not be nil.
+func WithProgress(fn func(written, total int64)) Option {
+	return func(o *options) error {
+		if fn == nil {
+			return fmt.Errorf("%w: WithProgress: nil function", ErrOption)
+		}
+		o.progress = fn
+		return nil
+	}
+}
+
+// WithMaxOutputBytes caps the tensor data written: a plan for more is an
+// [*OutputCapError]. Views with zero strides (expand) let a few bytes of
+// storage stand for terabytes of output, so by default the output may be
+// at most 64 times the storage bytes the checkpoint holds, or 1 GiB,
+// whichever is more. n must be at least 1, or [NoOutputCap] (-1) for no
+// cap.
+func WithMaxOutputBytes(n int64) Option {
+	return func(o *options) error {
+		if n < 1 && n != NoOutputCap {
+			return fmt.Errorf("%w: WithMaxOutputBytes(%d): want at least 1 byte, or NoOutputCap (-1)", ErrOption, n)
+		}
+		o.maxOutput = n
+		return nil
+	}
+}
+
+// WithReaderOptions passes options to torch.Open for the checkpoints
+// [File], [PlanFile] and [Dir] open (for example torch.WithLimits); an
+// invalid one is an error wrapping torch.ErrOption. The functions that take
+// an open checkpoint ignore them.
+func WithReaderOptions(opts ...torch.Option) Option {
+	return func(o *options) error {
+		for _, t := range opts {
+			if t == nil {
+				return fmt.Errorf("%w: WithReaderOptions: nil torch.Option", ErrOption)
+			}
+		}
+		o.torch = append(o.torch, opts...)
+		return nil
+	}
+}
+
+// outputCap returns the largest output the options allow for a checkpoint
+// whose storages hold stored bytes.
+func (o *options) outputCap(stored int64) int64 {
+	switch {
+	case o.maxOutput == NoOutputCap:
+		return math.MaxInt64
+	case o.maxOutput > 0:
+		return o.maxOutput
+	case stored > math.MaxInt64/64:
+		return math.MaxInt64
+	}
+	return max(64*stored, 1<<30)
+}
