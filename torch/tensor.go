@@ -193,7 +193,8 @@ func (t *Tensor) WriteTo(w io.Writer) (int64, error) {
 	return t.WriteToBuffer(w, t.maxBuffer)
 }
 
-// WriteToBuffer is WriteTo with an explicit cap on the strided-view buffer.
+// WriteToBuffer is WriteTo with an explicit cap on the strided-view buffer;
+// maxBuffer <= 0 means DefaultLimits().MaxViewBuffer.
 func (t *Tensor) WriteToBuffer(w io.Writer, maxBuffer int64) (int64, error) {
 	if maxBuffer <= 0 {
 		maxBuffer = DefaultLimits().MaxViewBuffer
