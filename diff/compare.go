@@ -287,13 +287,13 @@ func (w *worker) values(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DTyp
 	if dtA == dtB {
 		if x, ok := view[float32](dtA == safetensors.F32, ba); ok {
 			if y, ok := view[float32](true, bb); ok {
-				compareBlock(r, x, y, w.eps)
+				compareF32(r, x, y, w.eps)
 				return nil
 			}
 		}
 		if x, ok := view[float64](dtA == safetensors.F64, ba); ok {
 			if y, ok := view[float64](true, bb); ok {
-				compareBlock(r, x, y, w.eps)
+				compareF64(r, x, y, w.eps)
 				return nil
 			}
 		}
@@ -345,7 +345,7 @@ func (w *worker) decodeRun(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.D
 	if err := safetensors.DecodeFloat64(vb, bb[b0:b1], dtB); err != nil {
 		return err
 	}
-	compareBlock(r, va, vb, w.eps)
+	compareF64(r, va, vb, w.eps)
 	return nil
 }
 
@@ -358,37 +358,69 @@ func view[F float32 | float64](ok bool, b []byte) ([]F, bool) {
 	return safetensors.View[F](b)
 }
 
-func compareBlock[F float32 | float64](r *chunkResult, va, vb []F, eps float64) {
+// kernelOut is what a comparison kernel finds in a run of elements: the
+// largest |a-b| and |a-b| / max(|a|, |b|) and the count of differing
+// elements (the assembly kernels store these three words in this order).
+type kernelOut struct {
+	maxAbs, maxRel float64
+	differing      int64
+}
+
+// addTo merges o into r. An infinite difference makes the relative
+// difference infinite: the kernels leave that to this merge.
+func (o *kernelOut) addTo(r *chunkResult) {
+	r.maxAbs = max(r.maxAbs, o.maxAbs)
+	r.maxRel = max(r.maxRel, o.maxRel)
+	if math.IsInf(o.maxAbs, 1) {
+		r.maxRel = math.Inf(1)
+	}
+	r.differing += o.differing
+}
+
+// compareScalar compares va and vb element by element in float64: equal
+// values (a NaN on both sides included) are skipped, a NaN on one side
+// differs, otherwise d = |a-b| raises the maximum absolute difference,
+// d / max(|a|, |b|) the maximum relative one (+Inf when d is infinite) and
+// d > eps counts as differing. The result does not depend on the order of
+// the elements, so kernels and partial results can be merged with max and
+// +.
+func compareScalar[F float32 | float64](r *chunkResult, va, vb []F, eps float64) {
 	vb = vb[:len(va)]
+	maxAbs, maxRel, differing := r.maxAbs, r.maxRel, r.differing
 	for i, x := range va {
-		if x == vb[i] {
+		y := vb[i]
+		if x == y {
 			continue
 		}
-		a, b := float64(x), float64(vb[i])
+		a, b := float64(x), float64(y)
 		if a != a || b != b {
 			if (a != a) != (b != b) {
-				r.differing++
+				differing++
 			}
 			continue
 		}
 		d := math.Abs(a - b)
-		if d > r.maxAbs {
-			r.maxAbs = d
+		if d > maxAbs {
+			maxAbs = d
 		}
-		// Divide only for a new largest relative difference: the
-		// comparison by multiplication is exact enough to decide that
-		// and keeps the division out of the loop.
-		if m := max(math.Abs(a), math.Abs(b)); math.IsInf(d, 0) {
-			r.maxRel = math.Inf(1)
-		} else if d > r.maxRel*m {
-			if rel := d / m; rel > r.maxRel {
-				r.maxRel = rel
+		// Divide only when d / m may exceed maxRel: if d < maxRel*m after
+		// rounding, then d / m < maxRel exactly, and so after rounding
+		// (rounding is monotonic). Testing d > maxRel*m instead could miss
+		// a quotient one unit in the last place larger. An infinite d is
+		// dealt with after the loop (maxRel*m may be NaN).
+		if m := max(math.Abs(a), math.Abs(b)); d >= maxRel*m {
+			if rel := d / m; rel > maxRel {
+				maxRel = rel
 			}
 		}
 		if d > eps {
-			r.differing++
+			differing++
 		}
 	}
+	if math.IsInf(maxAbs, 1) {
+		maxRel = math.Inf(1)
+	}
+	r.maxAbs, r.maxRel, r.differing = maxAbs, maxRel, differing
 }
 
 // compareInt64 compares 64-bit integers exactly; the difference is exact
