@@ -116,7 +116,7 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 	if c.codec == Grouped {
 		wa, ok := dst.(io.WriterAt)
 		if !ok {
-			return nil, fmt.Errorf("compressed: %w: the grouped codec writes to an io.WriterAt (a file), got %T", ErrInvalidOption, dst)
+			return nil, fmt.Errorf("compressed: %w: the grouped codec writes to an io.WriterAt (a file), got %T", ErrOption, dst)
 		}
 		return compressGrouped(wa, sr, segs, c, res, zenc, read, progress)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gosafetensors/safetensors"
 )
 
 // Sentinel errors, usable with errors.Is. A *Error wraps one of them.
@@ -22,8 +24,10 @@ var (
 	ErrLimit = errors.New("compressed data exceeds a limit")
 	// ErrExists: the output file exists and WithOverwrite was not given.
 	ErrExists = errors.New("output file exists")
-	// ErrInvalidOption: an option was given an invalid value.
-	ErrInvalidOption = errors.New("invalid option")
+	// ErrOption: an option was given an invalid value (a nil Option
+	// included). It is safetensors.ErrOption, the sentinel every package
+	// of the module wraps.
+	ErrOption = safetensors.ErrOption
 )
 
 // Error describes a problem in a compressed file: which file, which frame

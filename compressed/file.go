@@ -47,7 +47,7 @@ func convertFile(in, out string, opts []Option, run func(*atomicfile.File, *os.F
 	}
 	if ost, err := os.Stat(out); err == nil {
 		if os.SameFile(st, ost) {
-			return nil, fmt.Errorf("compressed: %s: %w: output is the input file", out, ErrInvalidOption)
+			return nil, fmt.Errorf("compressed: %s: %w: output is the input file", out, ErrOption)
 		}
 		if !c.overwrite {
 			return nil, fmt.Errorf("compressed: %s: %w", out, ErrExists)

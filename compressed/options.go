@@ -56,7 +56,7 @@ func buildConfig(opts []Option) (config, error) {
 	}
 	for _, o := range opts {
 		if o == nil {
-			continue
+			return c, optErr("nil Option")
 		}
 		if err := o(&c); err != nil {
 			return c, err
@@ -66,7 +66,7 @@ func buildConfig(opts []Option) (config, error) {
 }
 
 func optErr(format string, args ...any) error {
-	return fmt.Errorf("compressed: %w: "+format, append([]any{ErrInvalidOption}, args...)...)
+	return fmt.Errorf("compressed: %w: "+format, append([]any{ErrOption}, args...)...)
 }
 
 // WithCodec selects the container [Compress] writes (default [Zstd]).

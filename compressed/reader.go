@@ -117,6 +117,9 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 // Open opens a compressed file for random access. Close the ReaderAt to
 // close the file.
 func Open(path string, opts ...Option) (*ReaderAt, error) {
+	if _, err := buildConfig(opts); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

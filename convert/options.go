@@ -1,11 +1,11 @@
 package convert
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 
+	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/torch"
 )
 
@@ -13,7 +13,9 @@ import (
 // an invalid option value (a nil [Option], an empty key, an empty or
 // repeated name, a nil progress function, a cap below 1 other than -1,
 // digests without verification); nothing is read or written then.
-var ErrOption = errors.New("invalid option")
+// It is safetensors.ErrOption, the sentinel every package of the module
+// wraps.
+var ErrOption = safetensors.ErrOption
 
 // NoOutputCap, given to [WithMaxOutputBytes], lifts the cap on the tensor
 // data written.

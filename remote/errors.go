@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/gosafetensors/safetensors"
 )
 
 var (
@@ -29,6 +31,10 @@ var (
 	ErrInvalidURL = errors.New("invalid remote URL")
 	// ErrClosed reports a read from a closed File.
 	ErrClosed = errors.New("remote file closed")
+	// ErrOption reports an invalid option value (a nil Option included). It
+	// is safetensors.ErrOption, the sentinel every package of the module
+	// wraps.
+	ErrOption = safetensors.ErrOption
 )
 
 // StatusError is an HTTP response with an unexpected status. The Hugging

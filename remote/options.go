@@ -74,14 +74,15 @@ func buildConfig(opts []Option) (config, error) {
 	var errs []error
 	for _, o := range opts {
 		if o == nil {
+			errs = append(errs, fmt.Errorf("remote: %w: nil Option", ErrOption))
 			continue
 		}
 		if err := o(&c); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%w (%w)", err, ErrOption))
 		}
 	}
 	if c.backoff > c.maxBackoff {
-		errs = append(errs, fmt.Errorf("remote: backoff %v exceeds the maximum backoff %v", c.backoff, c.maxBackoff))
+		errs = append(errs, fmt.Errorf("remote: %w: backoff %v exceeds the maximum backoff %v", ErrOption, c.backoff, c.maxBackoff))
 	}
 	return c, errors.Join(errs...)
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/gosafetensors/safetensors/remote"
 )
 
+// ErrOption reports an invalid option value (a nil Option included). It is
+// safetensors.ErrOption, the sentinel every package of the module wraps.
+var ErrOption = safetensors.ErrOption
+
 // IsIOError reports whether err is a failure to read bytes (disk, network,
 // timeout, authentication, a missing object) rather than a verdict on
 // bytes that were read. The CLI exits 2 for these ("could not check") and

@@ -29,10 +29,10 @@ func buildConfig(opts []Option) (config, error) {
 	var c config
 	for _, o := range opts {
 		if o == nil {
-			return c, errors.New("source: nil option")
+			return c, fmt.Errorf("source: %w: nil Option", ErrOption)
 		}
 		if err := o(&c); err != nil {
-			return c, err
+			return c, fmt.Errorf("%w (%w)", err, ErrOption)
 		}
 	}
 	return c, nil

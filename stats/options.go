@@ -1,13 +1,14 @@
 package stats
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
+
+	"github.com/gosafetensors/safetensors"
 )
 
 // ErrOption is wrapped by errors about an invalid option value.
-var ErrOption = errors.New("stats: invalid option")
+var ErrOption = safetensors.ErrOption
 
 // Option configures [Compute].
 type Option func(*options) error
@@ -23,7 +24,7 @@ type options struct {
 func WithWorkers(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
-			return fmt.Errorf("%w: %d workers (at least 1)", ErrOption, n)
+			return fmt.Errorf("stats: %w: %d workers (at least 1)", ErrOption, n)
 		}
 		o.workers = n
 		return nil
@@ -35,7 +36,7 @@ func WithWorkers(n int) Option {
 func WithChunkSize(n int64) Option {
 	return func(o *options) error {
 		if n < 64<<10 || n > 1<<30 {
-			return fmt.Errorf("%w: chunk size %d (64 KiB to 1 GiB)", ErrOption, n)
+			return fmt.Errorf("stats: %w: chunk size %d (64 KiB to 1 GiB)", ErrOption, n)
 		}
 		o.chunk = n
 		return nil
@@ -47,7 +48,7 @@ func WithChunkSize(n int64) Option {
 func WithProgress(f func(done, total int64)) Option {
 	return func(o *options) error {
 		if f == nil {
-			return fmt.Errorf("%w: nil progress function", ErrOption)
+			return fmt.Errorf("stats: %w: nil progress function", ErrOption)
 		}
 		o.progress = f
 		return nil
@@ -57,6 +58,9 @@ func WithProgress(f func(done, total int64)) Option {
 func buildOptions(opts []Option) (options, error) {
 	o := options{workers: runtime.GOMAXPROCS(0), chunk: 4 << 20}
 	for _, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("stats: %w: nil Option", ErrOption)
+		}
 		if err := opt(&o); err != nil {
 			return o, err
 		}

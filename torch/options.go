@@ -1,15 +1,18 @@
 package torch
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/gosafetensors/safetensors"
 )
 
 // ErrOption is wrapped by the error [Open], [NewReader], [Scan] and
 // [ScanFile] return for an invalid option value (a nil [Option], a limit
 // below 1); nothing is read then. It is not an [*Error]: the input was
 // never looked at.
-var ErrOption = errors.New("invalid option")
+// It is safetensors.ErrOption, the sentinel every package of the module
+// wraps.
+var ErrOption = safetensors.ErrOption
 
 // Option configures [Open], [NewReader], [Scan] and [ScanFile]. An invalid
 // value makes the call fail with an error wrapping [ErrOption], never

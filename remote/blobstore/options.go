@@ -3,6 +3,8 @@ package blobstore
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gosafetensors/safetensors/remote"
 )
 
 // Defaults of the options.
@@ -24,15 +26,20 @@ type config struct {
 	maxObjects  int
 }
 
+// ErrOption reports an invalid option value (a nil Option included). It is
+// safetensors.ErrOption, the sentinel every package of the module wraps.
+var ErrOption = remote.ErrOption
+
 func buildConfig(opts []Option) (config, error) {
 	c := config{prefetch: DefaultPrefetch, concurrency: DefaultConcurrency, coalesceGap: 64 << 10, maxObjects: DefaultMaxObjects}
 	var errs []error
 	for _, o := range opts {
 		if o == nil {
+			errs = append(errs, fmt.Errorf("blobstore: %w: nil Option", ErrOption))
 			continue
 		}
 		if err := o(&c); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%w (%w)", err, ErrOption))
 		}
 	}
 	return c, errors.Join(errs...)
