@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -222,32 +223,103 @@ func TestSplitAllOrNothing(t *testing.T) {
 	}
 }
 
-// verify notices an output that does not match its source.
+// verify notices an output that does not match its source, whichever way
+// it reads the two: the output mapped or read with pread, the source a
+// local file (mapped afresh) or any Source (read through it). A changed
+// byte in a tensor, in the header or past the end, and a truncated file,
+// are all errors.
 func TestVerifyCatchesTampering(t *testing.T) {
-	src, err := Open(context.Background(), twoShardDir(t))
+	m, err := Open(context.Background(), twoShardDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
-	path := filepath.Join(t.TempDir(), "x.safetensors")
-	f, err := os.Create(path)
+	defer m.Close()
+	for _, mapOut := range []bool{true, false} {
+		for _, src := range []safetensors.Source{m, hidden{m}} {
+			_, fileBacked := src.(FileBacked)
+			t.Run(fmt.Sprintf("map-output=%v/file-backed=%v", mapOut, fileBacked), func(t *testing.T) {
+				defer func(old bool) { mapOutput = old }(mapOutput)
+				mapOutput = mapOut
+				path := filepath.Join(t.TempDir(), "x.safetensors")
+				f, err := os.Create(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				c := &copier{ctx: context.Background(), src: src, opt: writeOptions{verify: true}}
+				h, err := c.writeFile(f, src.Names(), src.Meta())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.verify(f, path, h); err != nil {
+					t.Fatalf("untouched file: %v", err)
+				}
+				// b.weight is 9 bytes from data byte 8 (a.weight is 8).
+				tamper := func(off int64, b byte) {
+					t.Helper()
+					if _, err := f.WriteAt([]byte{b}, off); err != nil {
+						t.Fatal(err)
+					}
+				}
+				orig := make([]byte, 1)
+				f.ReadAt(orig, h.DataOffset()+10)
+				tamper(h.DataOffset()+10, orig[0]^0x01)
+				if err := c.verify(f, path, h); !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), `"b.weight" differs from its source at byte 2 `) {
+					t.Errorf("tampered tensor byte: %v", err)
+				}
+				tamper(h.DataOffset()+10, orig[0])
+				if err := c.verify(f, path, h); err != nil {
+					t.Fatalf("restored file: %v", err)
+				}
+				f.ReadAt(orig, 9)
+				tamper(9, orig[0]^0x20) // inside the header's JSON
+				if err := c.verify(f, path, h); !errors.Is(err, ErrVerify) {
+					t.Errorf("tampered header: %v", err)
+				}
+				tamper(9, orig[0])
+				tamper(h.FileSize(), 0) // one byte too many
+				if err := c.verify(f, path, h); !errors.Is(err, ErrVerify) {
+					t.Errorf("longer file: %v", err)
+				}
+				f.Truncate(h.FileSize() - 1)
+				if err := c.verify(f, path, h); !errors.Is(err, ErrVerify) {
+					t.Errorf("shorter file: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// Reading a mapping past the end of a file that shrank after it was
+// mapped is an error from firstDiff, not a crash (SIGBUS).
+func TestFirstDiffSurvivesTruncation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	data := bytes.Repeat([]byte{7}, 3*os.Getpagesize())
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c := &copier{ctx: context.Background(), src: src, opt: writeOptions{verify: true}}
-	h, err := c.writeFile(f, src.Names(), src.Meta())
+	mm, err := mapFile(f)
 	if err != nil {
+		t.Skip("no mappings here:", err)
+	}
+	defer mm.unmap()
+	if at, err := firstDiff(mm.b, data); at != -1 || err != nil {
+		t.Fatalf("same bytes: %d, %v", at, err)
+	}
+	data[len(data)-1] = 8
+	if at, err := firstDiff(mm.b, data); at != len(data)-1 || err != nil {
+		t.Fatalf("last byte differs: %d, %v", at, err)
+	}
+	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.verify(f, path, h); err != nil {
-		t.Fatalf("untouched file: %v", err)
-	}
-	if _, err := f.WriteAt([]byte{0xee}, h.DataOffset()+10); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.verify(f, path, h); !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), `"b.weight"`) {
-		t.Errorf("tampered file: %v", err)
+	if _, err := firstDiff(mm.b, data); err == nil || !strings.Contains(err.Error(), "fault") {
+		t.Fatalf("truncated: %v", err)
 	}
 }
 

@@ -1,0 +1,48 @@
+//go:build unix
+
+package sharded
+
+import (
+	"errors"
+	"math"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mapping is a read-only mapping of a whole file.
+type mapping struct{ b []byte }
+
+// mapFile maps f read-only, as long as it is now. Reading the mapping after
+// the file has shrunk faults: see [firstDiff].
+func mapFile(f *os.File) (mapping, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return mapping{}, err
+	}
+	size := st.Size()
+	if size <= 0 || size > math.MaxInt {
+		return mapping{}, errors.New("cannot map this file")
+	}
+	c, err := f.SyscallConn()
+	if err != nil {
+		return mapping{}, err
+	}
+	var b []byte
+	var merr error
+	if err := c.Control(func(fd uintptr) {
+		b, merr = unix.Mmap(int(fd), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	}); err != nil {
+		return mapping{}, err
+	}
+	if merr != nil {
+		return mapping{}, merr
+	}
+	return mapping{b: b}, nil
+}
+
+func (m mapping) unmap() {
+	if m.b != nil {
+		unix.Munmap(m.b)
+	}
+}
