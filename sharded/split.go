@@ -58,8 +58,10 @@ func PlanShards(names []string, size func(string) int64, limit int64) [][]string
 //
 // It writes all files or none: each goes to a temporary name in outDir,
 // is synced and (unless [WithVerify](false)) read back and compared with
-// the source; only then are all renamed into place, the index last. An
-// existing output is an error unless [WithOverwrite]. A directory that
+// the source; only then are all renamed into place, the index last (an
+// index being replaced is removed before the first rename, so that a crash
+// during the renames leaves no index rather than the old index over a mix
+// of new and old shards). An existing output is an error unless [WithOverwrite]. A directory that
 // holds the other form (model.safetensors when writing shards, an index
 // when writing one file) is refused whatever the options, since loaders
 // would pick the stale file. Tensors from a local [Model] are copied
@@ -171,8 +173,22 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 	}
 	// Everything is written, synced and checked: give the files their
 	// names, the index last so that no index ever names a shard not yet
-	// there.
+	// there. An index being replaced is removed (durably) before the first
+	// rename: otherwise a crash between two renames would leave the old
+	// index over a mix of new and old shards, which loads without an error
+	// when the shard names and tensor names are the same. What a crash can
+	// still leave is shards (some new, some old) and no index, which
+	// loaders refuse, plus hidden temporary files.
+	if res.Index != nil && !pending[len(pending)-1].Direct() {
+		if err := removeDurably(paths[len(paths)-1]); err != nil {
+			abort()
+			return nil, err
+		}
+	}
 	for i, f := range pending {
+		if beforeCommit != nil {
+			beforeCommit(paths[i])
+		}
 		if err := f.Commit(); err != nil {
 			for _, p := range paths[:i] {
 				os.Remove(p)
@@ -182,6 +198,25 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 		}
 	}
 	return res, nil
+}
+
+// beforeCommit, when set by a test, is called before each file of a
+// split is renamed into place: the state a crash there would leave.
+var beforeCommit func(path string)
+
+// removeDurably removes path if it exists and syncs its directory.
+func removeDurably(path string) error {
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
 }
 
 func (c *copier) verifier(f *atomicfile.File, path string, h *safetensors.Header) func() error {

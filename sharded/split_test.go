@@ -372,3 +372,68 @@ func TestModelTensorFile(t *testing.T) {
 		t.Error("missing tensor is file-backed")
 	}
 }
+
+// Re-splitting over an existing split: at every point where a crash could
+// stop the renames, the directory must not load as a mix of old and new
+// tensors (the old index over new and old shards would load without an
+// error, since the shard and tensor names are the same). Afterwards it
+// holds the new model.
+func TestSplitOverwriteNeverMixes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(seed byte) {
+		t.Helper()
+		td := tensorsOf([]string{"a", "b", "c"}, []int{40, 40, 40})
+		for _, x := range td {
+			x.Data[0] = seed
+		}
+		in := filepath.Join(t.TempDir(), "in.safetensors")
+		if err := safetensors.WriteFile(in, td, nil); err != nil {
+			t.Fatal(err)
+		}
+		src, err := Open(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		if _, err := Split(context.Background(), src, dir, WithMaxShardSize(50), WithOverwrite(true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	var states []string
+	beforeCommit = func(path string) {
+		m, err := Open(context.Background(), dir)
+		if err != nil {
+			return // refused: fine
+		}
+		defer m.Close()
+		seeds := map[byte]bool{}
+		for _, n := range m.Names() {
+			tn, _ := m.Tensor(n)
+			b, _ := tn.Copy()
+			seeds[b[0]] = true
+		}
+		if len(seeds) != 1 {
+			states = append(states, "old and new tensors load together before renaming "+filepath.Base(path))
+		}
+	}
+	defer func() { beforeCommit = nil }()
+	write(2)
+	if len(states) != 0 {
+		t.Errorf("mid-rename states that load: %q", states)
+	}
+	m, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, n := range m.Names() {
+		tn, _ := m.Tensor(n)
+		if b, _ := tn.Copy(); b[0] != 2 {
+			t.Errorf("%s: old data after the overwrite", n)
+		}
+	}
+	if got := listDir(t, dir); len(got) != 4 {
+		t.Errorf("directory holds %q", got)
+	}
+}
