@@ -154,7 +154,8 @@ func run(ctx context.Context, pairs []*pair, o options) error {
 	for range min(o.workers, max(1, len(jobs))) {
 		wg.Go(func() {
 			w := worker{bufA: make([]byte, min(chunk, total)), bufB: make([]byte, min(chunk, total)),
-				va: make([]float64, 2*block), vb: make([]float64, 2*block), eps: o.epsilon}
+				va: make([]float64, 2*block), vb: make([]float64, 2*block),
+				fa: make([]float32, 2*block), fb: make([]float32, 2*block), eps: o.epsilon}
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(len(jobs)) || ctx.Err() != nil {
@@ -205,6 +206,7 @@ func byteRange(dt safetensors.DType, e, f int64) (int64, int64) {
 type worker struct {
 	bufA, bufB []byte
 	va, vb     []float64
+	fa, fb     []float32
 	eps        float64
 }
 
@@ -276,8 +278,9 @@ func elements(dt safetensors.DType, n int) (int64, error) {
 const sub = 64
 
 // values compares both sides by value: F32 and F64 in place, other dtypes
-// decoded to float64 a block at a time (with the same dtype, only the runs
-// whose bytes differ).
+// a block at a time; with the same dtype, only the runs whose bytes
+// differ, in place for BF16 and F16 where the CPU has the kernels, else
+// decoded to float32 or float64.
 func (w *worker) values(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DType) error {
 	n, err := safetensors.ElementCount(dtA, len(ba))
 	if err != nil {
@@ -313,7 +316,7 @@ func (w *worker) values(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DTyp
 			a0, a1 := byteRange(dtA, int64(s), int64(t))
 			if bytes.Equal(ba[a0:a1], bb[a0:a1]) {
 				if start >= 0 {
-					if err := w.decodeRun(r, ba, bb, dtA, dtB, start, s); err != nil {
+					if err := w.sameRun(r, ba, bb, dtA, start, s); err != nil {
 						return err
 					}
 					start = -1
@@ -325,7 +328,7 @@ func (w *worker) values(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DTyp
 			}
 		}
 		if start >= 0 {
-			if err := w.decodeRun(r, ba, bb, dtA, dtB, start, f); err != nil {
+			if err := w.sameRun(r, ba, bb, dtA, start, f); err != nil {
 				return err
 			}
 		}
@@ -333,11 +336,42 @@ func (w *worker) values(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DTyp
 	return nil
 }
 
+// exact32 reports whether float32 holds every value of dtype dt exactly.
+func exact32(dt safetensors.DType) bool {
+	switch dt {
+	case safetensors.F64, safetensors.I32, safetensors.U32, safetensors.I64, safetensors.U64:
+		return false
+	}
+	return true
+}
+
+// sameRun compares elements [e, f) of both sides, of the same dtype dt:
+// in place where a kernel exists for dt, else decoded.
+func (w *worker) sameRun(r *chunkResult, ba, bb []byte, dt safetensors.DType, e, f int) error {
+	a0, a1 := byteRange(dt, int64(e), int64(f))
+	if compare16(r, ba[a0:a1], bb[a0:a1], dt, w.eps) {
+		return nil
+	}
+	return w.decodeRun(r, ba, bb, dt, dt, e, f)
+}
+
 // decodeRun decodes elements [e, f) of both sides (at most one block) and
-// compares them.
+// compares them: as float32 when that is exact for both dtypes (half the
+// bytes to move), else as float64.
 func (w *worker) decodeRun(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DType, e, f int) error {
 	a0, a1 := byteRange(dtA, int64(e), int64(f))
 	b0, b1 := byteRange(dtB, int64(e), int64(f))
+	if exact32(dtA) && exact32(dtB) {
+		fa, fb := w.fa[:f-e], w.fb[:f-e]
+		if err := safetensors.DecodeFloat32(fa, ba[a0:a1], dtA); err != nil {
+			return err
+		}
+		if err := safetensors.DecodeFloat32(fb, bb[b0:b1], dtB); err != nil {
+			return err
+		}
+		compareF32(r, fa, fb, w.eps)
+		return nil
+	}
 	va, vb := w.va[:f-e], w.vb[:f-e]
 	if err := safetensors.DecodeFloat64(va, ba[a0:a1], dtA); err != nil {
 		return err

@@ -1,10 +1,18 @@
 package diff
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/gosafetensors/safetensors"
+)
 
 // useAVX2 selects the assembly kernels (four float64 lanes, eight
-// elements per iteration) where the CPU has AVX2.
-var useAVX2 = cpu.X86.HasAVX2
+// elements per iteration) where the CPU has AVX2; useF16C the F16 one,
+// which converts with the F16C instructions.
+var (
+	useAVX2 = cpu.X86.HasAVX2
+	useF16C = useAVX2 && cpu.X86.HasF16C
+)
 
 // cmpF32AVX2 compares the n (a multiple of 8) float32 values at x and y,
 // widened to float64, as [compareScalar] does, except that a lane with an
@@ -17,6 +25,47 @@ func cmpF32AVX2(x, y *float32, n int, eps float64, out *kernelOut)
 //
 //go:noescape
 func cmpF64AVX2(x, y *float64, n int, eps float64, out *kernelOut)
+
+// cmpBF16AVX2 is cmpF32AVX2 for the n (a multiple of 8) little-endian
+// BF16 values at x and y.
+//
+//go:noescape
+func cmpBF16AVX2(x, y *byte, n int, eps float64, out *kernelOut)
+
+// cmpF16F16C is cmpF32AVX2 for the n (a multiple of 8) little-endian F16
+// values at x and y.
+//
+//go:noescape
+func cmpF16F16C(x, y *byte, n int, eps float64, out *kernelOut)
+
+// compare16 compares the BF16 or F16 elements in a and b (of equal length)
+// in place, without decoding them first, and reports whether it could: it
+// needs the assembly kernel for the dtype.
+func compare16(r *chunkResult, a, b []byte, dt safetensors.DType, eps float64) bool {
+	var kernel func(x, y *byte, n int, eps float64, out *kernelOut)
+	switch {
+	case dt == safetensors.BF16 && useAVX2:
+		kernel = cmpBF16AVX2
+	case dt == safetensors.F16 && useF16C:
+		kernel = cmpF16F16C
+	default:
+		return false
+	}
+	b = b[:len(a)]
+	n8 := len(a) / 2 &^ 7
+	if n8 > 0 {
+		var o kernelOut
+		kernel(&a[0], &b[0], n8, eps, &o)
+		o.addTo(r)
+	}
+	// The last few elements, decoded (exactly) to float32.
+	var fa, fb [8]float32
+	k := len(a)/2 - n8
+	safetensors.DecodeFloat32(fa[:k], a[2*n8:], dt)
+	safetensors.DecodeFloat32(fb[:k], b[2*n8:], dt)
+	compareScalar(r, fa[:k], fb[:k], eps)
+	return true
+}
 
 // compareF32 is compareScalar for float32, with the AVX2 kernel where the
 // CPU has it.

@@ -1,9 +1,12 @@
 package diff
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gosafetensors/safetensors"
 )
 
 // reference compares x and y the plain way: one division per differing
@@ -199,6 +202,51 @@ func TestRelativeNotMissed(t *testing.T) {
 		compareF64(&r, xs, ys, 0)
 		if r.maxRel != want.maxRel {
 			t.Errorf("pad %v: kernel max rel %v, want %v", pad, r.maxRel, want.maxRel)
+		}
+	}
+}
+
+// TestCompare16 checks the BF16 and F16 kernels (where the CPU has them)
+// against the reference over the decoded values: every bit pattern
+// against a random one, its neighbour and itself, at lengths that leave
+// every tail of fewer than eight elements.
+func TestCompare16(t *testing.T) {
+	t.Logf("AVX2: %v, F16C: %v", useAVX2, useF16C)
+	rng := rand.New(rand.NewPCG(6, 6))
+	const n = 1 << 16
+	for _, dt := range []safetensors.DType{safetensors.BF16, safetensors.F16} {
+		for _, kind := range []string{"random", "neighbour", "itself"} {
+			a, b := make([]byte, 2*n), make([]byte, 2*n)
+			for i := range n {
+				j := uint16(rng.Uint32())
+				switch kind {
+				case "neighbour":
+					j = uint16(i) + 1
+				case "itself":
+					j = uint16(i)
+				}
+				binary.LittleEndian.PutUint16(a[2*i:], uint16(i))
+				binary.LittleEndian.PutUint16(b[2*i:], j)
+			}
+			va, vb := make([]float64, n), make([]float64, n)
+			if err := safetensors.DecodeFloat64(va, a, dt); err != nil {
+				t.Fatal(err)
+			}
+			if err := safetensors.DecodeFloat64(vb, b, dt); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []int{n, n - 1, n - 7, 9, 8, 7, 1, 0} {
+				for _, eps := range []float64{0, 1e-3} {
+					want := reference(va[:m], vb[:m], eps)
+					var r chunkResult
+					if !compare16(&r, a[:2*m], b[:2*m], dt, eps) {
+						t.Skipf("%s: no kernel", dt)
+					}
+					if got := out(r); !same(got, want) {
+						t.Errorf("%s %s %d eps %v: %+v, want %+v", dt, kind, m, eps, got, want)
+					}
+				}
+			}
 		}
 	}
 }
