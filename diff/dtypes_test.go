@@ -173,8 +173,16 @@ func compareAll(t *testing.T, what, pa, pb string, eps float64, w diff.Tensor) {
 
 // TestEveryDTypeAgainstReference compares, for every dtype, two tensors
 // of a few chunks with random values (NaN, Inf, -0 and subnormals among
-// them) changed in runs, against a plain loop over the decoded values.
+// them) changed in runs, against a plain loop over the decoded values;
+// with the assembly kernels where the CPU has them, and without.
 func TestEveryDTypeAgainstReference(t *testing.T) {
+	t.Run("kernels", testEveryDType)
+	restore := diff.WithoutKernels()
+	defer restore()
+	t.Run("Go", testEveryDType)
+}
+
+func testEveryDType(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 11))
 	const nbytes = 3 * 8 * 12345 // whole elements of every dtype, F6 included
 	for _, dt := range safetensors.DTypes() {

@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package diff
+
+func withoutKernels() func() { return func() {} }
