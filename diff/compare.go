@@ -392,23 +392,17 @@ func view[F float32 | float64](ok bool, b []byte) ([]F, bool) {
 	return safetensors.View[F](b)
 }
 
+// kernelRun is the most elements one assembly call compares: a goroutine
+// cannot be preempted inside one, so calls are kept to tens of
+// microseconds. The results of consecutive calls merge exactly.
+const kernelRun = 1 << 16
+
 // kernelOut is what a comparison kernel finds in a run of elements: the
 // largest |a-b| and |a-b| / max(|a|, |b|) and the count of differing
 // elements (the assembly kernels store these three words in this order).
 type kernelOut struct {
 	maxAbs, maxRel float64
 	differing      int64
-}
-
-// addTo merges o into r. An infinite difference makes the relative
-// difference infinite: the kernels leave that to this merge.
-func (o *kernelOut) addTo(r *chunkResult) {
-	r.maxAbs = max(r.maxAbs, o.maxAbs)
-	r.maxRel = max(r.maxRel, o.maxRel)
-	if math.IsInf(o.maxAbs, 1) {
-		r.maxRel = math.Inf(1)
-	}
-	r.differing += o.differing
 }
 
 // compareScalar compares va and vb element by element in float64: equal

@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"math"
+
 	"golang.org/x/sys/cpu"
 
 	"github.com/gosafetensors/safetensors"
@@ -13,6 +15,17 @@ var (
 	useAVX2 = cpu.X86.HasAVX2
 	useF16C = useAVX2 && cpu.X86.HasF16C
 )
+
+// addTo merges o into r. An infinite difference makes the relative
+// difference infinite: the kernels leave that to this merge.
+func (o *kernelOut) addTo(r *chunkResult) {
+	r.maxAbs = max(r.maxAbs, o.maxAbs)
+	r.maxRel = max(r.maxRel, o.maxRel)
+	if math.IsInf(o.maxAbs, 1) {
+		r.maxRel = math.Inf(1)
+	}
+	r.differing += o.differing
+}
 
 // cmpF32AVX2 compares the n (a multiple of 8) float32 values at x and y,
 // widened to float64, as [compareScalar] does, except that a lane with an
@@ -52,17 +65,18 @@ func compare16(r *chunkResult, a, b []byte, dt safetensors.DType, eps float64) b
 		return false
 	}
 	b = b[:len(a)]
-	n8 := len(a) / 2 &^ 7
-	if n8 > 0 {
+	for len(a) >= 16 {
+		n := min(len(a)/2&^7, kernelRun)
 		var o kernelOut
-		kernel(&a[0], &b[0], n8, eps, &o)
+		kernel(&a[0], &b[0], n, eps, &o)
 		o.addTo(r)
+		a, b = a[2*n:], b[2*n:]
 	}
 	// The last few elements, decoded (exactly) to float32.
 	var fa, fb [8]float32
-	k := len(a)/2 - n8
-	safetensors.DecodeFloat32(fa[:k], a[2*n8:], dt)
-	safetensors.DecodeFloat32(fb[:k], b[2*n8:], dt)
+	k := len(a) / 2
+	safetensors.DecodeFloat32(fa[:k], a, dt)
+	safetensors.DecodeFloat32(fb[:k], b, dt)
 	compareScalar(r, fa[:k], fb[:k], eps)
 	return true
 }
@@ -71,12 +85,12 @@ func compare16(r *chunkResult, a, b []byte, dt safetensors.DType, eps float64) b
 // CPU has it.
 func compareF32(r *chunkResult, x, y []float32, eps float64) {
 	y = y[:len(x)]
-	n8 := len(x) &^ 7
-	if useAVX2 && n8 > 0 {
+	for useAVX2 && len(x) >= 8 {
+		n := min(len(x)&^7, kernelRun)
 		var o kernelOut
-		cmpF32AVX2(&x[0], &y[0], n8, eps, &o)
+		cmpF32AVX2(&x[0], &y[0], n, eps, &o)
 		o.addTo(r)
-		x, y = x[n8:], y[n8:]
+		x, y = x[n:], y[n:]
 	}
 	compareScalar(r, x, y, eps)
 }
@@ -85,12 +99,12 @@ func compareF32(r *chunkResult, x, y []float32, eps float64) {
 // CPU has it.
 func compareF64(r *chunkResult, x, y []float64, eps float64) {
 	y = y[:len(x)]
-	n8 := len(x) &^ 7
-	if useAVX2 && n8 > 0 {
+	for useAVX2 && len(x) >= 8 {
+		n := min(len(x)&^7, kernelRun)
 		var o kernelOut
-		cmpF64AVX2(&x[0], &y[0], n8, eps, &o)
+		cmpF64AVX2(&x[0], &y[0], n, eps, &o)
 		o.addTo(r)
-		x, y = x[n8:], y[n8:]
+		x, y = x[n:], y[n:]
 	}
 	compareScalar(r, x, y, eps)
 }
