@@ -13,14 +13,17 @@ import (
 // mapping is a read-only mapping of a whole file.
 type mapping struct{ b []byte }
 
-// mapFile maps f read-only, as long as it is now. Reading the mapping after
-// the file has shrunk faults: see [firstDiff].
-func mapFile(f *os.File) (mapping, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return mapping{}, err
+// mapFile maps the first size bytes of f read-only; size 0 means as long
+// as f is now. Reading the mapping past the end of the file (it shrank, or
+// is still being written) faults: see [firstDiff].
+func mapFile(f *os.File, size int64) (mapping, error) {
+	if size == 0 {
+		st, err := f.Stat()
+		if err != nil {
+			return mapping{}, err
+		}
+		size = st.Size()
 	}
-	size := st.Size()
 	if size <= 0 || size > math.MaxInt {
 		return mapping{}, errors.New("cannot map this file")
 	}

@@ -13,7 +13,8 @@ import (
 // safetensors file at out, with src's __metadata__ (for a Model, the
 // entries all shards agree on; see [Model.Warnings] for the others). The
 // file is written to a temporary name beside out, synced and (unless
-// [WithVerify](false)) read back and compared with the source before it
+// [WithVerify](false)) read back and compared with the source (each part
+// as soon as it is written, while the rest is copied and synced) before it
 // is renamed to out; on any error nothing is left behind. An existing out
 // is an error unless [WithOverwrite]. Tensors from a local Model are
 // copied inside the kernel (copy_file_range).
@@ -42,11 +43,15 @@ func Merge(ctx context.Context, src safetensors.Source, out string, opts ...Writ
 		return nil, err
 	}
 	defer f.Abort()
-	h, err := c.writeFile(f.File, names, src.Meta())
+	_, ck, err := c.writeFile(f.File, out, names, src.Meta())
 	if err != nil {
 		return nil, fmt.Errorf("%s: writing %s: %w", sourceName(src), out, err)
 	}
-	if err := f.CommitAfter(c.verifier(f, out, h)); err != nil {
+	var check func() error
+	if ck != nil {
+		check = ck.finish
+	}
+	if err := f.CommitAfter(check); err != nil {
 		return nil, fmt.Errorf("%s: writing %s: %w", sourceName(src), out, err)
 	}
 	res := &Result{Files: []string{out}, Bytes: c.total}

@@ -134,13 +134,13 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 			return nil, err
 		}
 		pending = append(pending, f)
-		h, err := c.writeFile(f.File, shard, meta)
+		h, ck, err := c.writeFile(f.File, paths[i], shard, meta)
 		if err == nil {
 			ch := make(chan error, 1)
 			go func() { ch <- f.File.Sync() }()
 			syncs = append(syncs, ch)
-			if c.opt.verify {
-				err = c.verify(f.File, paths[i], h)
+			if ck != nil {
+				err = ck.finish()
 			}
 		}
 		if err != nil {
@@ -217,13 +217,6 @@ func removeDurably(path string) error {
 		d.Close()
 	}
 	return nil
-}
-
-func (c *copier) verifier(f *atomicfile.File, path string, h *safetensors.Header) func() error {
-	if !c.opt.verify {
-		return nil
-	}
-	return func() error { return c.verify(f.File, path, h) }
 }
 
 // writeIndexTemp writes the index to a temporary file beside path, checks

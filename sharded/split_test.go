@@ -246,8 +246,8 @@ func TestVerifyCatchesTampering(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer f.Close()
-				c := &copier{ctx: context.Background(), src: src, opt: writeOptions{verify: true}}
-				h, err := c.writeFile(f, src.Names(), src.Meta())
+				c := &copier{ctx: context.Background(), src: src}
+				h, _, err := c.writeFile(f, path, src.Names(), src.Meta())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -290,6 +290,48 @@ func TestVerifyCatchesTampering(t *testing.T) {
 	}
 }
 
+// The checker that runs while a file is written catches a byte changed
+// right after it was written, before the rest of the file is.
+func TestVerifyWhileWriting(t *testing.T) {
+	m, err := Open(context.Background(), twoShardDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, src := range []safetensors.Source{m, hidden{m}} {
+		for _, off := range []int64{0, 8, 16, 24} { // first, middle and last bytes of the data (25)
+			path := filepath.Join(t.TempDir(), "x.safetensors")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &copier{ctx: context.Background(), src: src, opt: writeOptions{verify: true}}
+			var dataStart int64 = -1
+			c.afterWrite = func(written int64) {
+				if dataStart < 0 {
+					dataStart = written // the header is written first
+					return
+				}
+				if at := dataStart + off; written > at && dataStart >= 0 {
+					b := []byte{0}
+					f.ReadAt(b, at)
+					b[0] ^= 0x80
+					f.WriteAt(b, at)
+					dataStart = -2 // once
+				}
+			}
+			_, ck, err := c.writeFile(f, path, src.Names(), src.Meta())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ck.finish(); !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), "differs from its source") {
+				t.Errorf("byte %d of the data changed: %v", off, err)
+			}
+			f.Close()
+		}
+	}
+}
+
 // Reading a mapping past the end of a file that shrank after it was
 // mapped is an error from firstDiff, not a crash (SIGBUS).
 func TestFirstDiffSurvivesTruncation(t *testing.T) {
@@ -303,7 +345,7 @@ func TestFirstDiffSurvivesTruncation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	mm, err := mapFile(f)
+	mm, err := mapFile(f, 0)
 	if err != nil {
 		t.Skip("no mappings here:", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/gosafetensors/safetensors"
 )
@@ -21,86 +20,90 @@ var mapOutput = true
 // verifyBlock is the unit of work of the verifying goroutines.
 const verifyBlock = 4 << 20
 
-// verify reads the file just written back through a fresh header parse and
-// compares every tensor byte for byte with the source: the file's own
-// bytes (mapped, or read with pread where mapping is not possible) with
-// the source file's bytes (mapped afresh for a [FileBacked] source, else
-// read through the source). The comparison runs on all cores. A file
-// truncated underneath (SIGBUS on a mapping) is an error, not a crash.
-func (c *copier) verify(out *os.File, path string, want *safetensors.Header) error {
-	size := want.FileSize()
-	if st, err := out.Stat(); err != nil {
-		return err
-	} else if st.Size() != size {
-		return fmt.Errorf("%w: %s holds %d bytes, %d were written", ErrVerify, path, st.Size(), size)
-	}
-	r, err := safetensors.NewReader(out, size, safetensors.WithName(path))
-	if err != nil {
-		return fmt.Errorf("%w: %s does not read back: %w", ErrVerify, path, err)
-	}
-	if !slices.EqualFunc(r.Tensors, want.Tensors, sameInfo) || !maps.Equal(r.Metadata, want.Metadata) {
-		return fmt.Errorf("%w: %s: the header read back differs from the one written", ErrVerify, path)
-	}
+// checker verifies a file being written: every tensor byte is compared with
+// the source as soon as it has been written (while the rest is copied and
+// synced), then [checker.finish] compares the header bytes and the file
+// size and parses the header back. The file's bytes are read through a
+// mapping of it (pread where mapping is not possible); the source's through
+// a fresh mapping of its file for a [FileBacked] source, else through the
+// source. The comparisons run on up to 4 cores. A file truncated underneath
+// (SIGBUS on a mapping) is an error, not a crash.
+type checker struct {
+	c      *copier
+	out    *os.File
+	path   string
+	hdr    []byte // the header bytes written
+	want   *safetensors.Header
+	blocks []vblock
+	mapped []mapping
 
-	var mapped []mapping
-	defer func() {
-		for _, m := range mapped {
-			m.unmap()
-		}
-	}()
-	var outMap mapping
+	mu      sync.Mutex
+	cond    sync.Cond
+	written int64 // bytes of the file written so far
+	done    bool  // nothing more will be written
+	next    int   // next block to check
+	first   int   // the failing block, when err is set
+	err     error
+	wg      sync.WaitGroup
+}
+
+// vblock is bytes pos..pos+n of one tensor.
+type vblock struct {
+	name     string
+	size     int64 // the tensor's
+	pos, n   int64
+	end      int64  // offset in the file just past the block
+	got, src []byte // mapped bytes, or nil: read them
+	gotAt    io.ReaderAt
+	gotBase  int64 // offset of the tensor's first byte in gotAt
+	srcAt    io.ReaderAt
+	srcBase  int64
+}
+
+// newChecker starts checking out, which will hold hdr then the data of
+// want's tensors, taken from srcs (one per tensor, in want's order).
+func (c *copier) newChecker(out *os.File, path string, hdr []byte, want *safetensors.Header, srcs []tensorSource) *checker {
+	ck := &checker{c: c, out: out, path: path, hdr: hdr, want: want}
+	ck.cond.L = &ck.mu
+	var outMap []byte
 	if mapOutput {
-		if outMap, err = mapFile(out); err == nil {
-			mapped = append(mapped, outMap)
+		// Mapped at its final length before it is written: only bytes
+		// already written are ever read.
+		if m, err := mapFile(out, want.FileSize()); err == nil {
+			ck.mapped = append(ck.mapped, m)
+			outMap = m.b
 		}
 	}
 	srcMaps := map[*os.File][]byte{}
-
-	type block struct {
-		tensor   int
-		name     string
-		pos, n   int64       // bytes pos..pos+n of the tensor
-		got, src []byte      // mapped bytes, or nil: read them
-		gotT     io.ReaderAt // when got is nil: the tensor read back
-		srcAt    io.ReaderAt // when src is nil
-		srcBase  int64       // offset of the tensor's first byte in srcAt
-	}
-	var blocks []block
 	for i, info := range want.Tensors {
-		s, err := c.source(info)
-		if err != nil {
-			return err
-		}
-		got, err := r.Tensor(info.Name)
-		if err != nil {
-			return err
-		}
+		s := srcs[i]
+		size := info.Size()
 		var srcMap []byte
 		if s.f != nil {
 			m, ok := srcMaps[s.f]
 			if !ok {
-				mm, err := mapFile(s.f)
-				if err == nil {
-					mapped = append(mapped, mm)
+				if mm, err := mapFile(s.f, 0); err == nil {
+					ck.mapped = append(ck.mapped, mm)
 					m = mm.b
 				}
 				srcMaps[s.f] = m
 			}
-			if s.off+info.Size() <= int64(len(m)) {
-				srcMap = m[s.off : s.off+info.Size()]
+			if s.off+size <= int64(len(m)) {
+				srcMap = m[s.off : s.off+size]
 			}
 		}
+		begin := want.DataOffset() + int64(info.DataOffsets[0])
 		var gotMap []byte
-		if outMap.b != nil {
-			begin := want.DataOffset() + int64(info.DataOffsets[0])
-			gotMap = outMap.b[begin : begin+info.Size()]
+		if outMap != nil {
+			gotMap = outMap[begin : begin+size]
 		}
-		for pos := int64(0); pos < info.Size(); pos += verifyBlock {
-			b := block{tensor: i, pos: pos, n: min(verifyBlock, info.Size()-pos), name: info.Name}
+		for pos := int64(0); pos < size; pos += verifyBlock {
+			b := vblock{name: info.Name, size: size, pos: pos, n: min(verifyBlock, size-pos)}
+			b.end = begin + pos + b.n
 			if gotMap != nil {
 				b.got = gotMap[pos : pos+b.n]
 			} else {
-				b.gotT = got
+				b.gotAt, b.gotBase = out, begin
 			}
 			switch {
 			case srcMap != nil:
@@ -110,77 +113,166 @@ func (c *copier) verify(out *os.File, path string, want *safetensors.Header) err
 			default:
 				b.srcAt = s.t
 			}
-			blocks = append(blocks, b)
+			ck.blocks = append(ck.blocks, b)
 		}
 	}
-
-	var (
-		next    atomic.Int64
-		mu      sync.Mutex
-		first   = len(blocks) // index of the first failing block
-		firstEr error
-		wg      sync.WaitGroup
-	)
-	fail := func(i int, err error) {
-		mu.Lock()
-		if i < first {
-			first, firstEr = i, err
-		}
-		mu.Unlock()
-	}
-	failed := func() bool { mu.Lock(); defer mu.Unlock(); return firstEr != nil }
-	work := func() {
-		defer wg.Done()
-		var a, b []byte
-		for !failed() {
-			i := int(next.Add(1) - 1)
-			if i >= len(blocks) {
-				return
-			}
-			if err := c.ctx.Err(); err != nil {
-				fail(i, err)
-				return
-			}
-			bl := &blocks[i]
-			got, src := bl.got, bl.src
-			if got == nil {
-				if a == nil {
-					a = make([]byte, verifyBlock)
-				}
-				got = a[:bl.n]
-				if err := readFull(bl.gotT, got, bl.pos); err != nil {
-					fail(i, fmt.Errorf("%s: re-reading tensor %q: %w", path, bl.name, err))
-					return
-				}
-			}
-			if src == nil {
-				if b == nil {
-					b = make([]byte, verifyBlock)
-				}
-				src = b[:bl.n]
-				if err := readFull(bl.srcAt, src, bl.srcBase+bl.pos); err != nil {
-					fail(i, fmt.Errorf("tensor %q: re-reading the source: %w", bl.name, err))
-					return
-				}
-			}
-			at, err := firstDiff(got, src)
-			if err != nil {
-				fail(i, fmt.Errorf("%w: %s: tensor %q: reading bytes %d..%d: %w", ErrVerify, path, bl.name, bl.pos, bl.pos+bl.n, err))
-				return
-			}
-			if at >= 0 {
-				fail(i, fmt.Errorf("%w: %s: tensor %q differs from its source at byte %d of its %d", ErrVerify, path, bl.name, bl.pos+int64(at), want.Tensors[bl.tensor].Size()))
-				return
-			}
-		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), 4, len(blocks))
-	wg.Add(workers)
+	workers := min(runtime.GOMAXPROCS(0), 4, len(ck.blocks))
+	ck.wg.Add(workers)
 	for range workers {
-		go work()
+		go ck.work()
 	}
-	wg.Wait()
-	return firstEr
+	return ck
+}
+
+// advance says that the file now holds its first n bytes.
+func (ck *checker) advance(n int64) {
+	if ck == nil {
+		return
+	}
+	ck.mu.Lock()
+	ck.written = n
+	ck.cond.Broadcast()
+	ck.mu.Unlock()
+}
+
+func (ck *checker) fail(i int, err error) {
+	ck.mu.Lock()
+	if ck.err == nil || i < ck.first {
+		ck.first, ck.err = i, err
+	}
+	ck.cond.Broadcast()
+	ck.mu.Unlock()
+}
+
+func (ck *checker) work() {
+	defer ck.wg.Done()
+	var a, b []byte
+	for {
+		ck.mu.Lock()
+		for ck.err == nil && ck.next < len(ck.blocks) && ck.written < ck.blocks[ck.next].end && !ck.done {
+			ck.cond.Wait()
+		}
+		if ck.err != nil || ck.next >= len(ck.blocks) || ck.written < ck.blocks[ck.next].end {
+			ck.mu.Unlock()
+			return // failed, finished, or the writer stopped early
+		}
+		i := ck.next
+		ck.next++
+		ck.mu.Unlock()
+
+		if err := ck.c.ctx.Err(); err != nil {
+			ck.fail(i, err)
+			return
+		}
+		bl := &ck.blocks[i]
+		got, src := bl.got, bl.src
+		if got == nil {
+			if a == nil {
+				a = make([]byte, verifyBlock)
+			}
+			got = a[:bl.n]
+			if err := readFull(bl.gotAt, got, bl.gotBase+bl.pos); err != nil {
+				ck.fail(i, fmt.Errorf("%s: re-reading tensor %q: %w", ck.path, bl.name, err))
+				return
+			}
+		}
+		if src == nil {
+			if b == nil {
+				b = make([]byte, verifyBlock)
+			}
+			src = b[:bl.n]
+			if err := readFull(bl.srcAt, src, bl.srcBase+bl.pos); err != nil {
+				ck.fail(i, fmt.Errorf("tensor %q: re-reading the source: %w", bl.name, err))
+				return
+			}
+		}
+		at, err := firstDiff(got, src)
+		if err != nil {
+			ck.fail(i, fmt.Errorf("%w: %s: tensor %q: reading bytes %d..%d: %w", ErrVerify, ck.path, bl.name, bl.pos, bl.pos+bl.n, err))
+			return
+		}
+		if at >= 0 {
+			ck.fail(i, fmt.Errorf("%w: %s: tensor %q differs from its source at byte %d of its %d", ErrVerify, ck.path, bl.name, bl.pos+int64(at), bl.size))
+			return
+		}
+	}
+}
+
+// stop ends the checking: it waits for the goroutines and releases the
+// mappings, and returns the first difference or error found.
+func (ck *checker) stop() error {
+	ck.mu.Lock()
+	ck.done = true
+	ck.cond.Broadcast()
+	ck.mu.Unlock()
+	ck.wg.Wait()
+	for _, m := range ck.mapped {
+		m.unmap()
+	}
+	ck.mapped = nil
+	return ck.err
+}
+
+// finish waits for the tensor checks to end, then checks the file's size,
+// its header bytes and the header parsed back.
+func (ck *checker) finish() error {
+	ck.mu.Lock()
+	short := ck.written < ck.want.FileSize()
+	ck.mu.Unlock()
+	if err := ck.stop(); err != nil {
+		return err
+	}
+	size := ck.want.FileSize()
+	if short {
+		return fmt.Errorf("%w: %s: the file was not written to its end", ErrVerify, ck.path)
+	}
+	if st, err := ck.out.Stat(); err != nil {
+		return err
+	} else if st.Size() != size {
+		return fmt.Errorf("%w: %s holds %d bytes, %d were written", ErrVerify, ck.path, st.Size(), size)
+	}
+	back := make([]byte, len(ck.hdr))
+	if err := readFull(ck.out, back, 0); err != nil {
+		return fmt.Errorf("%s: re-reading the header: %w", ck.path, err)
+	}
+	if !bytes.Equal(back, ck.hdr) {
+		return fmt.Errorf("%w: %s: the header read back differs from the one written", ErrVerify, ck.path)
+	}
+	r, err := safetensors.NewReader(ck.out, size, safetensors.WithName(ck.path))
+	if err != nil {
+		return fmt.Errorf("%w: %s does not read back: %w", ErrVerify, ck.path, err)
+	}
+	if !slices.EqualFunc(r.Tensors, ck.want.Tensors, sameInfo) || !maps.Equal(r.Metadata, ck.want.Metadata) {
+		return fmt.Errorf("%w: %s: the header read back differs from the one written", ErrVerify, ck.path)
+	}
+	return nil
+}
+
+// verify checks a file already written in full with want's layout against
+// the source, as the checker of [copier.writeFile] does while writing.
+func (c *copier) verify(out *os.File, path string, want *safetensors.Header) error {
+	meta := want.Metadata
+	if len(meta) == 0 {
+		meta = nil
+	}
+	_, hdr, err := safetensors.Layout(slices.Clone(want.Tensors), meta)
+	if err != nil {
+		return err
+	}
+	if st, err := out.Stat(); err != nil {
+		return err
+	} else if st.Size() != want.FileSize() {
+		return fmt.Errorf("%w: %s holds %d bytes, %d were written", ErrVerify, path, st.Size(), want.FileSize())
+	}
+	srcs := make([]tensorSource, len(want.Tensors))
+	for i, info := range want.Tensors {
+		if srcs[i], err = c.source(info); err != nil {
+			return err
+		}
+	}
+	ck := c.newChecker(out, path, hdr, want, srcs)
+	ck.advance(want.FileSize())
+	return ck.finish()
 }
 
 // firstDiff returns the index of the first byte where a and b differ, -1

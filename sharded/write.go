@@ -34,6 +34,9 @@ type copier struct {
 
 	written int64    // bytes in the file being written
 	flush   *flusher // starts writeback of the file being written
+	check   *checker // compares what is written with the source, or nil
+
+	afterWrite func(written int64) // test hook: called as the file grows
 }
 
 // FileBacked is implemented by sources whose tensors are bytes of local
@@ -76,13 +79,16 @@ func (c *copier) report(n int64) {
 // header written. Tensors that follow each other in the output and in one
 // local source file are copied together, with one copy_file_range call per
 // chunk; writeback of what is written starts while the copy goes on (see
-// [flusher]), so that the final fsync has little left to wait for.
-func (c *copier) writeFile(out *os.File, names []string, meta map[string]string) (*safetensors.Header, error) {
+// [flusher]), so that the final fsync has little left to wait for. When
+// verifying, the returned checker is already comparing what was written
+// with the source: the caller must call its finish method (path names out
+// in its errors).
+func (c *copier) writeFile(out *os.File, path string, names []string, meta map[string]string) (*safetensors.Header, *checker, error) {
 	infos := make([]safetensors.TensorInfo, len(names))
 	for i, n := range names {
 		info, ok := c.src.Info(n)
 		if !ok {
-			return nil, fmt.Errorf("tensor %q: listed by the source but not found", n)
+			return nil, nil, fmt.Errorf("tensor %q: listed by the source but not found", n)
 		}
 		infos[i] = info
 	}
@@ -91,23 +97,41 @@ func (c *copier) writeFile(out *os.File, names []string, meta map[string]string)
 	}
 	h, hdr, err := safetensors.Layout(infos, meta)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := out.Write(hdr); err != nil {
-		return nil, err
-	}
-	fl := startFlusher(out)
-	defer fl.stop()
-	c.written = int64(len(hdr))
-	c.flush = fl
-	defer func() { c.flush = nil }()
-
 	srcs := make([]tensorSource, len(h.Tensors))
 	for i, info := range h.Tensors {
 		if srcs[i], err = c.source(info); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	if _, err := out.Write(hdr); err != nil {
+		return nil, nil, err
+	}
+	c.written = 0
+	c.flush = startFlusher(out)
+	c.check = nil
+	if c.opt.verify {
+		c.check = c.newChecker(out, path, hdr, h, srcs)
+	}
+	ck := c.check
+	defer func() {
+		c.flush.stop()
+		c.flush, c.check = nil, nil
+		if err != nil && ck != nil {
+			ck.stop()
+		}
+	}()
+	c.wrote(int64(len(hdr)), false)
+	err = c.copyAll(out, srcs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, ck, nil
+}
+
+// copyAll appends the tensors' bytes to out.
+func (c *copier) copyAll(out *os.File, srcs []tensorSource) error {
 	for i := 0; i < len(srcs); {
 		s := srcs[i]
 		j, n := i+1, s.t.Size()
@@ -118,7 +142,7 @@ func (c *copier) writeFile(out *os.File, names []string, meta map[string]string)
 			}
 			done, err := c.copyFile(out, srcs[i:j], n)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if done {
 				i = j
@@ -127,12 +151,12 @@ func (c *copier) writeFile(out *os.File, names []string, meta map[string]string)
 		}
 		for _, s := range srcs[i:j] {
 			if err := c.copyBuffered(out, s.t); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		i = j
 	}
-	return h, nil
+	return nil
 }
 
 // tensorSource is where a tensor's bytes come from: always t, and for a
@@ -160,11 +184,18 @@ func (c *copier) source(info safetensors.TensorInfo) (tensorSource, error) {
 	return s, nil
 }
 
-// wrote records n more bytes appended to the output.
-func (c *copier) wrote(n int64) {
+// wrote records n more bytes appended to the output (tensor bytes, for
+// progress, when data is set).
+func (c *copier) wrote(n int64, data bool) {
 	c.written += n
+	if c.afterWrite != nil {
+		c.afterWrite(c.written)
+	}
 	c.flush.advance(c.written)
-	c.report(n)
+	c.check.advance(c.written)
+	if data {
+		c.report(n)
+	}
 }
 
 // copyBuffered appends one tensor's bytes to out through a buffer.
@@ -189,7 +220,7 @@ func (c *copier) copyBuffered(out *os.File, t *safetensors.Tensor) error {
 			return err
 		}
 		pos += int64(n)
-		c.wrote(int64(n))
+		c.wrote(int64(n), true)
 	}
 	return nil
 }
@@ -212,7 +243,7 @@ func (c *copier) copyFile(out *os.File, run []tensorSource, n int64) (done bool,
 			err = errors.New("copy_file_range stopped working")
 		}
 		pos += k
-		c.wrote(k)
+		c.wrote(k, true)
 		if err != nil {
 			name := run[0].t.Name
 			for _, s := range run {
