@@ -20,11 +20,52 @@ type Limits struct {
 	MaxTensorBytes int64 // contiguous size of one tensor; stride-0 (expanded) views can exceed their storage
 	MaxZipEntries  int   // members in a zip archive
 	MaxViewBuffer  int64 // bytes Tensor.WriteTo may buffer to materialise a strided view
-	// MaxInflateBytes bounds the output of a compressed pickle record that
-	// Scan streams through (with a bounded window) looking for globals past
-	// what it decodes in memory; a record inflating further is reported,
-	// so the verdict is never clean.
+	// MaxInflateBytes bounds the bytes of compressed pickle records that
+	// one scan inflates, over all records: what it decodes in memory (at
+	// most inflateRatio bytes per stored byte of a record) and what it
+	// streams through with a bounded window looking for globals. The scan
+	// also stops at inflateRatio times the file's size (at least
+	// minInflateBudget), so a small bomb cannot keep it busy for minutes.
+	// A record inflating further is reported, so the verdict is never
+	// clean; torch never writes compressed records.
 	MaxInflateBytes int64
+
+	// inflateLeft, set for one scan by analyze, is what is left of the
+	// scan's inflate budget (nil: MaxInflateBytes per record).
+	inflateLeft *int64
+}
+
+// inflateRatio bounds the bytes inflated from a compressed pickle record
+// per stored byte: into memory for one record, and for the whole scan per
+// byte of the file. DEFLATE reaches about 1000:1; pickles compress a few
+// times at most.
+const inflateRatio = 16
+
+// minInflateBudget is the least a scan may inflate, whatever the file size.
+const minInflateBudget = 256 << 20
+
+// withInflateBudget returns a copy of l whose inflate budget is shared by
+// every record of one scan of a size-byte file.
+func (l *Limits) withInflateBudget(size int64) *Limits {
+	c := *l
+	left := min(c.MaxInflateBytes, max(minInflateBudget, inflateRatio*max(size, 0)))
+	c.inflateLeft = &left
+	return &c
+}
+
+// inflateBudget returns the bytes a record may still inflate.
+func (l *Limits) inflateBudget() int64 {
+	if l.inflateLeft == nil {
+		return l.MaxInflateBytes
+	}
+	return max(*l.inflateLeft, 0)
+}
+
+// spendInflate records n bytes inflated.
+func (l *Limits) spendInflate(n int64) {
+	if l.inflateLeft != nil {
+		*l.inflateLeft -= n
+	}
 }
 
 // DefaultLimits returns the limits Open, NewReader and Scan use without

@@ -33,6 +33,9 @@ func TestOptionsRejected(t *testing.T) {
 	bad := map[string]Option{"nil": nil}
 	lt := reflect.TypeFor[Limits]()
 	for i := range lt.NumField() {
+		if !lt.Field(i).IsExported() {
+			continue
+		}
 		for _, v := range []int64{0, -1} {
 			l := DefaultLimits()
 			reflect.ValueOf(&l).Elem().Field(i).SetInt(v)

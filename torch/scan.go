@@ -58,6 +58,7 @@ func Scan(r io.ReaderAt, size int64, name string, opts ...Option) (*ScanReport, 
 // returned only with the report, and NewReader accepts it only when the
 // report's verdict is clean.
 func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanReport, c *Checkpoint, err error) {
+	lim = lim.withInflateBudget(size)
 	rep = &ScanReport{Path: name, Format: "unknown"}
 	defer func() {
 		// last line of defence, see NewReader

@@ -11,13 +11,19 @@ import (
 
 // scanDeflated scans a DEFLATE-compressed pickle record (torch's reader,
 // miniz, inflates it and unpickles it, though torch never writes one).
-// The first part, up to a ratio cap, is inflated into memory and decoded
-// in full; the rest of the stream is inflated again with a bounded window
-// and walked for globals, to the record's declared size (what torch
-// would read) or MaxInflateBytes.
+// The first part, up to inflateRatio bytes per stored byte, is inflated
+// into memory and decoded in full; the rest of the stream is inflated
+// again with a bounded window and walked for globals, to the record's
+// declared size (what torch would read) or the end of the scan's inflate
+// budget (see Limits.MaxInflateBytes), which is then a problem.
 func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 	inflate := func() io.ReadCloser { return flate.NewReader(io.NewSectionReader(z.r, e.dataOff, e.csize)) }
-	memCap := min(lim.MaxPickleBytes, 64*e.csize+1024)
+	budget := lim.inflateBudget()
+	if budget == 0 {
+		rep.addProblem(fmt.Sprintf("%s: compressed record not scanned: the scan's inflate budget is spent", e.name))
+		return
+	}
+	memCap := min(lim.MaxPickleBytes, inflateRatio*e.csize+1024, budget)
 	fr := inflate()
 	var buf bytes.Buffer
 	_, err := io.Copy(&buf, io.LimitReader(fr, memCap))
@@ -28,6 +34,7 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 		more = n > 0
 	}
 	fr.Close()
+	lim.spendInflate(int64(buf.Len()))
 	if err != nil {
 		rep.addProblem(fmt.Sprintf("%s: compressed data is corrupt after %d bytes: %v", e.name, buf.Len(), err))
 	}
@@ -41,11 +48,16 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 	if ps.failed {
 		from, st = ps.failOff, ps.state
 	}
-	end := lim.MaxInflateBytes
+	// Inflating again to from is paid for too: it is the bytes in memory.
+	limit := from + lim.inflateBudget()
+	end := limit
 	if e.usize >= 0 && e.usize < end {
 		end = e.usize
 	}
 	if from >= end {
+		if more && end == limit {
+			rep.addProblem(budgetProblem(e.name, from, lim))
+		}
 		return
 	}
 	fr = inflate()
@@ -54,10 +66,11 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 		return
 	}
 	w := walkRegion(fr, from, end, e.name, rep, st)
-	if w.pos >= lim.MaxInflateBytes {
+	lim.spendInflate(w.pos - from)
+	if w.pos >= limit {
 		var one [1]byte
 		if n, _ := fr.Read(one[:]); n > 0 {
-			rep.addProblem(fmt.Sprintf("%s: compressed record inflates past %d bytes; the rest was not scanned", e.name, lim.MaxInflateBytes))
+			rep.addProblem(budgetProblem(e.name, w.pos, lim))
 		}
 	}
 }
@@ -126,4 +139,11 @@ func (z *zipArchive) descriptorLen(off int64, e *zipEntry) int64 {
 		return int64(sig + 20)
 	}
 	return 0
+}
+
+// budgetProblem says that a record inflating past at was not scanned
+// further.
+func budgetProblem(name string, at int64, lim *Limits) string {
+	return fmt.Sprintf("%s: compressed record inflates past %d bytes, the end of the scan's inflate budget (%d bytes per byte of the file, at least %d MiB, at most MaxInflateBytes = %d); the rest was not scanned",
+		name, at, inflateRatio, minInflateBudget>>20, lim.MaxInflateBytes)
 }

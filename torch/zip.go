@@ -343,11 +343,12 @@ func (z *zipArchive) pickleReader(e *zipEntry, max int64) (io.ReaderAt, int64, i
 	case 0:
 		return z.r, e.dataOff, e.usize, true
 	case 8:
-		// DEFLATE reaches ~1000:1; inflate at most 64 bytes per stored byte
-		// so that a small bomb cannot claim MaxPickleBytes of memory. A
-		// pickle cut short is still refused (the entry is compressed, and
-		// its end is missing), just without naming what lies beyond.
-		if c := 64*e.csize + 1024; c < max {
+		// DEFLATE reaches ~1000:1; inflate at most inflateRatio bytes per
+		// stored byte so that a small bomb cannot claim MaxPickleBytes of
+		// memory. A pickle cut short is still refused (the entry is
+		// compressed, and its end is missing), just without naming what
+		// lies beyond.
+		if c := inflateRatio*e.csize + 1024; c < max {
 			max = c
 		}
 		fr := flate.NewReader(io.NewSectionReader(z.r, e.dataOff, e.csize))

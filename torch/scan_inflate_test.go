@@ -1,0 +1,160 @@
+package torch
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"hash/crc32"
+	"strings"
+	"testing"
+	"time"
+)
+
+// zeroBomb returns a DEFLATE stream (non-final blocks, then an empty final
+// one): head, then mib MiB of zeros (about 1 KiB of stream per MiB), then
+// tail.
+func zeroBomb(t *testing.T, head []byte, mib int, tail []byte) []byte {
+	t.Helper()
+	block := func(data []byte) []byte {
+		var b bytes.Buffer
+		w, err := flate.NewWriter(&b, flate.BestCompression)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(data)
+		w.Flush() // byte-aligned, not final: blocks can be concatenated
+		return b.Bytes()
+	}
+	out := block(head)
+	zeros := block(make([]byte, 1<<20))
+	for range mib {
+		out = append(out, zeros...)
+	}
+	out = append(out, block(tail)...)
+	var end bytes.Buffer
+	w, _ := flate.NewWriter(&end, flate.BestCompression)
+	w.Close()
+	return append(out, end.Bytes()...)
+}
+
+// deflatedZip is a torch-style zip whose archive/data.pkl is the DEFLATE
+// stream body declaring usize inflated bytes.
+func deflatedZip(body []byte, usize uint32) []byte {
+	var out, cd []byte
+	add := func(name string, method uint16, data []byte, us, crc uint32) {
+		lho := len(out)
+		h := binary.LittleEndian.AppendUint32(nil, sigLocal)
+		h = binary.LittleEndian.AppendUint16(h, 20)
+		h = binary.LittleEndian.AppendUint16(h, 0)
+		h = binary.LittleEndian.AppendUint16(h, method)
+		h = binary.LittleEndian.AppendUint32(h, 0)
+		h = binary.LittleEndian.AppendUint32(h, crc)
+		h = binary.LittleEndian.AppendUint32(h, uint32(len(data)))
+		h = binary.LittleEndian.AppendUint32(h, us)
+		h = binary.LittleEndian.AppendUint16(h, uint16(len(name)))
+		h = binary.LittleEndian.AppendUint16(h, 0)
+		out = append(append(append(out, h...), name...), data...)
+		c := binary.LittleEndian.AppendUint32(nil, sigCentral)
+		c = binary.LittleEndian.AppendUint16(c, 20)
+		c = binary.LittleEndian.AppendUint16(c, 20)
+		c = binary.LittleEndian.AppendUint16(c, 0)
+		c = binary.LittleEndian.AppendUint16(c, method)
+		c = binary.LittleEndian.AppendUint32(c, 0)
+		c = binary.LittleEndian.AppendUint32(c, crc)
+		c = binary.LittleEndian.AppendUint32(c, uint32(len(data)))
+		c = binary.LittleEndian.AppendUint32(c, us)
+		c = binary.LittleEndian.AppendUint16(c, uint16(len(name)))
+		c = append(c, make([]byte, 12)...)
+		c = binary.LittleEndian.AppendUint32(c, uint32(lho))
+		cd = append(append(cd, c...), name...)
+	}
+	add("archive/data.pkl", 8, body, usize, 0)
+	add("archive/version", 0, []byte("3\n"), 2, crc32.ChecksumIEEE([]byte("3\n")))
+	e := binary.LittleEndian.AppendUint32(nil, sigEnd)
+	e = append(e, 0, 0, 0, 0, 2, 0, 2, 0)
+	e = binary.LittleEndian.AppendUint32(e, uint32(len(cd)))
+	e = binary.LittleEndian.AppendUint32(e, uint32(len(out)))
+	e = append(e, 0, 0)
+	return append(append(out, cd...), e...)
+}
+
+// A DEFLATE data.pkl is inflated and walked for globals, but a small file
+// may not keep the scan busy for minutes: a 1 MB record declaring 4 GiB
+// took 8 s per GiB and 1 GB of memory. The scan's inflate budget (16x the
+// file, at least 256 MiB) bounds it; a global within the budget is named,
+// one beyond it leaves the verdict invalid (never clean).
+func TestScanInflateBudget(t *testing.T) {
+	evil := []byte("cposix\nsystem\n.")
+	for _, c := range []struct {
+		name      string
+		mib       int
+		at        string // where the global is: "end" after the zeros, "" none
+		dangerous bool
+	}{
+		{"global after 64 MiB of zeros", 64, "end", true},
+		{"global after 1 GiB of zeros", 1024, "end", false},
+		{"1 GiB of zeros", 1024, "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// the zeros are the payload of one BINBYTES, so that an
+			// unpickler reads on to what follows them
+			head := binary.LittleEndian.AppendUint32([]byte("\x80\x02B"), uint32(c.mib<<20))
+			var tail []byte
+			if c.at == "end" {
+				tail = evil
+			}
+			b := deflatedZip(zeroBomb(t, head, c.mib, tail), 0xFFFFFFF0)
+			if len(b) > 2<<20 {
+				t.Fatalf("bomb is %d bytes", len(b))
+			}
+			var rep *ScanReport
+			elapsed(t, "Scan", 20*time.Second, func() { rep = scanBytes(t, b) })
+			switch v := rep.Verdict(); {
+			case c.dangerous && v != VerdictDangerous:
+				t.Fatalf("verdict %s, want dangerous: %v", v, rep.Problems)
+			case !c.dangerous && v == VerdictClean:
+				t.Fatal("verdict clean")
+			}
+			if c.mib >= 1024 && !strings.Contains(strings.Join(rep.Problems, "\n"), "inflate budget") {
+				t.Errorf("no budget problem reported: %q", rep.Problems)
+			}
+		})
+	}
+}
+
+// Without a central directory every local header is tried; K headers
+// nested in each other's extra fields all start their data at the same
+// DEFLATE stream with different sizes, which was inflated K times. It is
+// now one record, and all records share one budget.
+func TestScanFallbackSharedStream(t *testing.T) {
+	stream := zeroBomb(t, []byte("\x80\x02}q\x00("), 512, nil)
+	const k = 24
+	const name = "a.pkl"
+	// Header i's extra field holds headers i+1..k-1, so every header's
+	// data begins right after the innermost one.
+	var headers [][]byte
+	for i := k - 1; i >= 0; i-- {
+		var inner []byte
+		if len(headers) > 0 {
+			inner = headers[len(headers)-1]
+		}
+		h := binary.LittleEndian.AppendUint32(nil, sigLocal)
+		h = binary.LittleEndian.AppendUint16(h, 20)
+		h = binary.LittleEndian.AppendUint16(h, 0)
+		h = binary.LittleEndian.AppendUint16(h, 8)
+		h = binary.LittleEndian.AppendUint32(h, 0)
+		h = binary.LittleEndian.AppendUint32(h, 0)
+		h = binary.LittleEndian.AppendUint32(h, uint32(len(stream)-i)) // sizes differ
+		h = binary.LittleEndian.AppendUint32(h, 0xFFFFFFF0)
+		h = binary.LittleEndian.AppendUint16(h, uint16(len(name)))
+		h = binary.LittleEndian.AppendUint16(h, uint16(len(inner)))
+		h = append(append(h, name...), inner...)
+		headers = append(headers, h)
+	}
+	b := append(headers[len(headers)-1], stream...)
+	elapsed(t, "Scan", 20*time.Second, func() {
+		if v := scanBytes(t, b).Verdict(); v == VerdictClean {
+			t.Fatal("verdict clean")
+		}
+	})
+}
