@@ -2,6 +2,7 @@ package compressed
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -188,5 +189,47 @@ func TestReadRunsMatchesOriginal(t *testing.T) {
 			}
 			ra.Close()
 		}
+	}
+}
+
+// TestCacheBoundedInBytes: the frame cache keeps at most WithCacheBytes
+// bytes, whatever the frame count allows. With 64 MiB frames the default
+// 32 frames let a 115 KB file of zeros hold 2 GiB (red-team round 3).
+func TestCacheBoundedInBytes(t *testing.T) {
+	const frameSize = 1 << 20
+	orig := genModel(t, safetensors.BF16, 8<<20, 4)
+	for _, codec := range allCodecs {
+		comp := compressBytes(t, orig, WithCodec(codec), WithFrameSize(frameSize))
+		for _, max := range []int64{0, frameSize / 2, 3 * frameSize} {
+			ra, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), WithCacheFrames(32), WithCacheBytes(max))
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64<<10)
+			for off := int64(0); off+int64(len(buf)) <= ra.Size(); off += 200 << 10 {
+				if _, err := ra.ReadAt(buf, off); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(buf, orig[off:off+int64(len(buf))]) {
+					t.Fatalf("%s: wrong bytes at %d", codec, off)
+				}
+				ra.mu.Lock()
+				var sum int64
+				for _, c := range ra.cache {
+					sum += int64(len(c.data))
+				}
+				if sum > max || sum != ra.cachedBytes {
+					t.Fatalf("%s: cache holds %d bytes (counted %d), limit %d", codec, sum, ra.cachedBytes, max)
+				}
+				ra.mu.Unlock()
+			}
+			if max >= frameSize && ra.Stats().CacheHits == 0 {
+				t.Errorf("%s: a %d-byte cache was never hit", codec, max)
+			}
+			ra.Close()
+		}
+	}
+	if _, err := NewReaderAt(bytes.NewReader(nil), 0, WithCacheBytes(-1)); !errors.Is(err, ErrOption) {
+		t.Errorf("WithCacheBytes(-1): %v", err)
 	}
 }

@@ -22,6 +22,7 @@ const (
 	MaxFrameSize        = 64 << 20  // largest frame size accepted by WithFrameSize
 	DefaultMaxFrameSize = 64 << 20  // largest frame a reader decompresses by default
 	DefaultCacheFrames  = 32        // decompressed frames a ReaderAt keeps (8 MiB at the default frame size)
+	DefaultCacheBytes   = 128 << 20 // and at most these bytes of them (two frames of the largest size)
 	DefaultMaxFrames    = 1 << 22   // frames a seek table may list (1 TiB at 256 KiB frames)
 )
 
@@ -34,6 +35,7 @@ type config struct {
 	name        string
 	maxFrame    int64
 	cacheFrames int
+	cacheBytes  int64
 	overwrite   bool
 	maxSize     int64 // -1: no limit
 	maxFrames   int64
@@ -51,6 +53,7 @@ func buildConfig(opts []Option) (config, error) {
 		concurrency: runtime.GOMAXPROCS(0),
 		maxFrame:    DefaultMaxFrameSize,
 		cacheFrames: DefaultCacheFrames,
+		cacheBytes:  DefaultCacheBytes,
 		maxSize:     -1,
 		maxFrames:   DefaultMaxFrames,
 	}
@@ -151,6 +154,20 @@ func WithCacheFrames(n int) Option {
 			return optErr("cache frames %d out of range 0..4096", n)
 		}
 		o.cacheFrames = n
+		return nil
+	}
+}
+
+// WithCacheBytes bounds the decompressed bytes a [ReaderAt] keeps in its
+// frame cache (default [DefaultCacheBytes]; 0 disables the cache): with
+// large frames the frame count alone would let a small file hold
+// gigabytes. A frame larger than n is never kept.
+func WithCacheBytes(n int64) Option {
+	return func(o *config) error {
+		if n < 0 || n > 1<<40 {
+			return optErr("cache bytes %d out of range 0..1 TiB", n)
+		}
+		o.cacheBytes = n
 		return nil
 	}
 }

@@ -35,9 +35,11 @@ type ReaderAt struct {
 	mapMu  sync.RWMutex
 	mapped []byte
 
-	mu    sync.Mutex
-	cache []cached // most recently used last
-	limit int
+	mu          sync.Mutex
+	cache       []cached // most recently used last
+	limit       int      // frames kept at most
+	cacheMax    int64    // bytes kept at most
+	cachedBytes int64
 
 	framesDecoded atomic.Int64
 	bytesDecoded  atomic.Int64
@@ -76,7 +78,10 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 	if err != nil {
 		return nil, err
 	}
-	ra := &ReaderAt{src: r, name: c.name, format: f, limit: c.cacheFrames, conc: c.concurrency}
+	ra := &ReaderAt{src: r, name: c.name, format: f, limit: c.cacheFrames, cacheMax: c.cacheBytes, conc: c.concurrency}
+	if ra.cacheMax == 0 {
+		ra.limit = 0
+	}
 	switch f {
 	case None:
 		return nil, newErr(ErrNotCompressed, -1, -1, "not a compressed file (no zstd or lz4 seek table, no grouped container)")
@@ -244,7 +249,7 @@ func (r *ReaderAt) readFrames(p []byte, off int64) error {
 		}
 		// A frame at either end: decode it aside, keep it if caching,
 		// else recycle the buffer. f.ulen is capped by the max frame size.
-		if r.limit == 0 {
+		if !r.cacheable(f.ulen) {
 			bp := getBuf(f.ulen)
 			defer putBuf(bp)
 			if err := r.decodeFrame(j.i, *bp, par); err != nil {
@@ -381,7 +386,7 @@ func (r *ReaderAt) ReadRuns(bufs [][]byte, offs []int64) error {
 			}
 			var buf []byte
 			var bp *[]byte
-			if r.limit == 0 {
+			if !r.cacheable(r.frames[f].ulen) {
 				bp = getBuf(r.frames[f].ulen) // capped by the max frame size
 				buf = *bp
 			} else {
@@ -498,8 +503,12 @@ func (r *ReaderAt) cached(i int) []byte {
 	return nil
 }
 
+// cacheable reports whether a decoded frame of n bytes may be kept.
+func (r *ReaderAt) cacheable(n int64) bool { return r.limit > 0 && n <= r.cacheMax }
+
 func (r *ReaderAt) store(i int, data []byte) {
-	if r.limit == 0 {
+	n := int64(len(data))
+	if !r.cacheable(n) {
 		return
 	}
 	r.mu.Lock()
@@ -509,9 +518,12 @@ func (r *ReaderAt) store(i int, data []byte) {
 			return
 		}
 	}
-	if len(r.cache) >= r.limit {
+	for len(r.cache) > 0 && (len(r.cache) >= r.limit || r.cachedBytes+n > r.cacheMax) {
+		r.cachedBytes -= int64(len(r.cache[0].data))
 		copy(r.cache, r.cache[1:])
+		r.cache[len(r.cache)-1] = cached{}
 		r.cache = r.cache[:len(r.cache)-1]
 	}
 	r.cache = append(r.cache, cached{i, data})
+	r.cachedBytes += n
 }
