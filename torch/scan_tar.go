@@ -13,50 +13,94 @@ var tarReadByTorch = map[string]bool{"storages": true, "tensors": true, "pickle"
 // scanTar scans a file whose first block Python's tarfile accepts, the
 // way torch's legacy_load would read it: "storages" (a count pickle, then
 // per storage an argument pickle and raw data, then a views pickle),
-// "tensors" (a count pickle, then per tensor two pickles and binary
-// metadata), "pickle" (the object). Every member of those names is
-// scanned (tarfile returns the last, but a listing that differs from
-// Python's by one member must not hide the other); where structure is lost
-// the walker continues to the end of the member.
+// "tensors" (a count pickle, then per tensor one argument pickle and
+// binary metadata), "pickle" (the object). The members are listed as each
+// Python release lists them (tar_list.go) and links are followed as
+// tarfile follows them (tar_link.go); every member of those names in any
+// listing is scanned (tarfile returns the last, but a listing that differs
+// from Python's by one member must not hide the other), and where
+// structure is lost the walker continues to the end of the member. The
+// data of every other member is walked for globals too, so that a member
+// only a link (or a listing we got wrong) makes torch read cannot hide one.
 func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
-	members, problems := listTar(r, size, lim.MaxZipEntries)
+	lists, problems := listTarVariants(r, size, lim.MaxZipEntries)
 	for _, p := range problems {
 		rep.addProblem("tar: " + p)
 	}
-	byName := map[string]tarMember{}
-	for _, m := range members {
-		byName[m.name] = m // tarfile's getmember returns the last
+	type job struct {
+		name    string // what torch reads it as
+		data, n int64
+		sparse  bool
 	}
-	for _, m := range members {
-		if !tarReadByTorch[m.name] {
-			continue
+	done := map[job]bool{}
+	read := map[[2]int64]bool{} // data regions scanned as torch members
+	noted := map[string]bool{}
+	note := func(p string) {
+		if !noted[p] {
+			noted[p] = true
+			rep.addProblem(p)
 		}
-		entry := "tar member " + m.name
-		if !tarRegular(m.typ) {
-			rep.addProblem(fmt.Sprintf("%s is a link or special file (type %q) pointing to %q: torch would read what it points to", entry, m.typ, m.linkname))
-			t, ok := byName[m.linkname]
-			if m.typ != '1' || !ok || !tarRegular(t.typ) {
+	}
+	for _, ms := range lists {
+		for i, m := range ms {
+			if !tarReadByTorch[m.name] {
 				continue
 			}
-			m.dataOff, m.size = t.dataOff, t.size
-		}
-		if m.typ == 'S' {
-			// tarfile reads the content through the sparse map
-			v, ok := newSparseView(r, m.dataOff, max(m.size, 0), m.sparse)
-			switch {
-			case ok && v.holes > maxSparseHoles:
-				rep.addProblem(fmt.Sprintf("%s: its sparse map holds %d bytes of holes between data (more than %d); the stored data is scanned", entry, v.holes, maxSparseHoles))
-			case ok:
-				scanTarMember(v, 0, v.size, m.name, entry+" (sparse)", lim, rep)
-			default:
-				rep.addProblem(fmt.Sprintf("%s: its sparse map has negative or overflowing numbers or too many runs; the stored data is scanned", entry))
+			entry := "tar member " + m.name
+			targets, notes := tarResolve(ms, i, m.name)
+			if !tarRegular(m.typ) {
+				note(fmt.Sprintf("%s is a link or special file (type %q) pointing to %q: torch would read what it points to", entry, m.typ, m.linkname))
+			}
+			for _, n := range notes {
+				note(entry + ": " + n)
+			}
+			for _, j := range targets {
+				t := ms[j]
+				k := job{m.name, t.dataOff, t.size, t.typ == 'S'}
+				if done[k] {
+					continue
+				}
+				done[k] = true
+				read[[2]int64{t.dataOff, t.size}] = true
+				e := entry
+				if j != i {
+					e = fmt.Sprintf("%s (link to %s)", entry, t.name)
+				}
+				scanTarData(r, size, t, m.name, e, lim, rep)
 			}
 		}
-		n := min(max(m.size, 0), size-m.dataOff)
-		if n <= 0 {
-			continue
+	}
+	// the rest: walked for globals
+	for _, ms := range lists {
+		for _, m := range ms {
+			if !tarRegular(m.typ) || read[[2]int64{m.dataOff, m.size}] {
+				continue
+			}
+			read[[2]int64{m.dataOff, m.size}] = true
+			if n := min(max(m.size, 0), size-m.dataOff); n > 0 {
+				walkAt(r, m.dataOff, 0, n, fmt.Sprintf("tar member %s (not read by torch)", m.name), rep, nil)
+			}
 		}
-		scanTarMember(r, m.dataOff, n, m.name, entry, lim, rep)
+	}
+}
+
+// scanTarData scans the data of member t as the member torch reads under
+// name.
+func scanTarData(r io.ReaderAt, size int64, t tarMember, name, entry string, lim *Limits, rep *ScanReport) {
+	if t.typ == 'S' {
+		// tarfile reads the content through the sparse map
+		v, ok := newSparseView(r, t.dataOff, max(t.size, 0), t.sparse)
+		switch {
+		case ok && v.holes > maxSparseHoles:
+			rep.addProblem(fmt.Sprintf("%s: its sparse map holds %d bytes of holes between data (more than %d); the stored data is scanned", entry, v.holes, maxSparseHoles))
+		case ok:
+			scanTarMember(v, 0, v.size, name, entry+" (sparse)", lim, rep)
+		default:
+			rep.addProblem(fmt.Sprintf("%s: its sparse map has negative or overflowing numbers or too many runs; the stored data is scanned", entry))
+		}
+	}
+	if n := min(max(t.size, 0), size-t.dataOff); n > 0 {
+		scanTarMember(r, t.dataOff, n, name, entry, lim, rep)
 	}
 }
 
@@ -211,10 +255,13 @@ func scanTarTensors(r io.ReaderAt, base, n int64, entry string, lim *Limits, rep
 		return
 	}
 	for i := int64(0); i < count; i++ {
-		if _, ok := t.pickle(); !ok { // key
+		// one pickle per tensor: (key, storage id, original tensor type)
+		v, ok := t.pickle()
+		if !ok {
 			return
 		}
-		if _, ok := t.pickle(); !ok { // storage id
+		if args, _ := v.(tuple); len(args) != 3 {
+			t.lost("tensor arguments are not (key, storage id, tensor type)")
 			return
 		}
 		nd, ok := t.u64() // int32 ndim, then 4 ignored bytes
@@ -226,7 +273,7 @@ func scanTarTensors(r io.ReaderAt, base, n int64, entry string, lim *Limits, rep
 			t.lost(fmt.Sprintf("tensor rank %d does not fit in the member", ndim))
 			return
 		}
-		if !t.skip(16*ndim + 8) {
+		if !t.skip(16*ndim + 8) { // sizes, strides, storage offset
 			return
 		}
 	}

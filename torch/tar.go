@@ -115,7 +115,13 @@ const (
 )
 
 // parseTarHeader is TarInfo.frombuf.
-func parseTarHeader(b []byte) (tarHeader, tarHeaderErr) {
+func parseTarHeader(b []byte) (tarHeader, tarHeaderErr) { return parseTarHeaderDir(b, true) }
+
+// parseTarHeaderDir is TarInfo._frombuf: Python 3.14 (and the releases
+// that took the change) skip the old V7 directory detection (a regular
+// type 0 whose name ends in "/") for the header that follows a GNU long
+// name or pax header (dircheck false); older releases always apply it.
+func parseTarHeaderDir(b []byte, dircheck bool) (tarHeader, tarHeaderErr) {
 	var h tarHeader
 	switch {
 	case len(b) == 0:
@@ -168,7 +174,7 @@ func parseTarHeader(b []byte) (tarHeader, tarHeaderErr) {
 	h.name = string(cstr(b[0:100]))
 	h.linkname = string(cstr(b[157:257]))
 	prefix := string(cstr(b[345:500]))
-	if h.typ == 0 && strings.HasSuffix(h.name, "/") {
+	if dircheck && h.typ == 0 && strings.HasSuffix(h.name, "/") {
 		h.typ = '5'
 	}
 	if h.typ == '5' {
@@ -231,179 +237,6 @@ func tarRegular(t byte) bool {
 		return false
 	}
 	return true
-}
-
-// listTar walks the members like TarFile.next: GNU long names, pax headers
-// (path, linkpath, size; global ones persist), then the member. It stops
-// where tarfile stops: an all-zero, invalid or truncated header. The
-// problems it returns are reasons torch's tar read would fail (with a
-// TarError, so torch would then try the legacy stream instead).
-func listTar(r io.ReaderAt, size int64, maxMembers int) (members []tarMember, problems []string) {
-	global := map[string]string{}
-	pos := int64(0)
-	blk := make([]byte, tarBlock)
-	read := func(at int64) (tarHeader, tarHeaderErr) {
-		if at > size-tarBlock {
-			if at >= size {
-				return tarHeader{}, tarEmpty
-			}
-			return tarHeader{}, tarTruncated
-		}
-		if readFull(r, blk, at) != nil {
-			return tarHeader{}, tarTruncated
-		}
-		return parseTarHeader(blk)
-	}
-	for len(members) < maxMembers {
-		h, e := read(pos)
-		if e != tarOK {
-			return members, problems
-		}
-		m := tarMember{header: pos}
-		pax := map[string]string{}
-		for k, v := range global {
-			pax[k] = v
-		}
-		var longName, longLink *string
-		// extension headers: each is followed by the header it extends
-		for i := 0; h.typ == 'L' || h.typ == 'K' || h.typ == 'x' || h.typ == 'g' || h.typ == 'X'; i++ {
-			if h.size < 0 || h.size > size {
-				return members, append(problems, fmt.Sprintf("tar extension header at offset %d declares %d bytes", pos, h.size))
-			}
-			n := (h.size + tarBlock - 1) / tarBlock * tarBlock
-			data := make([]byte, min(h.size, size-pos-tarBlock))
-			if readFull(r, data, pos+tarBlock) != nil {
-				return members, append(problems, fmt.Sprintf("tar extension header at offset %d is truncated", pos))
-			}
-			switch h.typ {
-			case 'L':
-				s := string(cstr(data))
-				longName = &s
-			case 'K':
-				s := string(cstr(data))
-				longLink = &s
-			case 'g':
-				parsePax(data, global)
-				for k, v := range global {
-					pax[k] = v
-				}
-			default:
-				parsePax(data, pax)
-			}
-			pos += tarBlock + n
-			if h, e = read(pos); e != tarOK {
-				return members, append(problems, fmt.Sprintf("tar extension header not followed by a valid header at offset %d", pos))
-			}
-		}
-		if longName != nil {
-			h.name = strings.TrimRight(*longName, "/")
-			if h.typ != '5' {
-				h.name = *longName
-			}
-		}
-		if longLink != nil {
-			h.linkname = *longLink
-		}
-		if p, ok := pax["path"]; ok {
-			h.name = p
-		}
-		if p, ok := pax["linkpath"]; ok {
-			h.linkname = p
-		}
-		m.dataOff = pos + tarBlock
-		stored := h.size // what the data occupies before the next header
-		if h.typ == 'S' {
-			// _proc_sparse: extension blocks follow the header while
-			// isextended is set; the data starts after them, the next
-			// header after block(header size), and size is the original
-			// size (a pax size below still overrides both).
-			var p string
-			m.dataOff, h.sparse, p = readSparseExt(r, size, m.dataOff, h.isExtended, h.sparse)
-			if p != "" {
-				return members, append(problems, fmt.Sprintf("tar sparse member %q at offset %d: %s", h.name, pos, p))
-			}
-			h.size = h.origSize
-		}
-		pySize := func(k string) {
-			if s, ok := pax[k]; ok {
-				if v, ok := parsePyLong([]byte(s), 10); ok {
-					if n, isInt := v.(int64); isInt {
-						h.size = n
-						if k == "size" {
-							stored = n
-						}
-					}
-				}
-			}
-		}
-		// _apply_pax_info applies the records in their order; a Go map has
-		// none, so every name is listed, the size keys are applied in a
-		// fixed order, and the GNU sparse keys are reported as problems.
-		pySize("GNU.sparse.size")
-		pySize("GNU.sparse.realsize")
-		pySize("size")
-		var aliases []string
-		if p, ok := pax["GNU.sparse.name"]; ok && p != h.name {
-			aliases = append(aliases, p)
-		}
-		if h.typ == '5' {
-			h.name = strings.TrimRight(h.name, "/")
-		}
-		for _, k := range []string{"GNU.sparse.map", "GNU.sparse.size", "GNU.sparse.major"} {
-			if _, ok := pax[k]; ok {
-				problems = append(problems, fmt.Sprintf("tar member %q at offset %d uses the pax GNU sparse format (%s): its data is scanned as stored, not as tarfile maps it", h.name, pos, k))
-				break
-			}
-		}
-		m.tarHeader = h
-		members = append(members, m)
-		for _, a := range aliases {
-			alt := m
-			alt.name = a
-			members = append(members, alt)
-		}
-		next := m.dataOff
-		if tarRegular(h.typ) {
-			if stored < 0 || h.size < 0 {
-				return members, append(problems, fmt.Sprintf("tar member %q has a negative size", h.name))
-			}
-			if stored > size-m.dataOff {
-				return members, append(problems, fmt.Sprintf("tar member %q needs %d bytes at offset %d, past the end of the file", h.name, stored, m.dataOff))
-			}
-			next += (stored + tarBlock - 1) / tarBlock * tarBlock
-		}
-		pos = next
-	}
-	return members, append(problems, fmt.Sprintf("more than %d tar members", maxMembers))
-}
-
-// parsePax reads "%d %s=%s\n" records into m, stopping at the first record
-// that does not parse (as tarfile does).
-func parsePax(b []byte, m map[string]string) {
-	pos := 0
-	for pos < len(b) {
-		sp := bytes.IndexByte(b[pos:], ' ')
-		if sp <= 0 {
-			return
-		}
-		var n int
-		for _, c := range b[pos : pos+sp] {
-			if c < '0' || c > '9' || n > len(b) {
-				return
-			}
-			n = n*10 + int(c-'0')
-		}
-		if n <= sp+1 || pos+n > len(b) {
-			return
-		}
-		rec := b[pos+sp+1 : pos+n-1]
-		eq := bytes.IndexByte(rec, '=')
-		if eq <= 0 {
-			return
-		}
-		m[string(rec[:eq])] = string(rec[eq+1:])
-		pos += n
-	}
 }
 
 // IsTar reports whether torch.load would open r (size bytes) as a tar

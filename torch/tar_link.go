@@ -1,0 +1,136 @@
+package torch
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Links inside a tar. torch reads "storages" and "tensors" with
+// tar.extract (to a fresh temporary directory) and "pickle" with
+// tar.extractfile. For a hard link ('1') or symbolic link ('2') member,
+// extractfile returns the file object of TarFile._find_link_target, and
+// extract falls back to extracting that member whenever it cannot make the
+// link (a hard link to a file not yet extracted, a symlink where symlinks
+// are not allowed). _find_link_target looks the target up with
+// _getmember(normalize=True): os.path.normpath of the link name (a
+// symlink's name joined to the directory of the link) compared with
+// os.path.normpath of each member name, from the last member back; a hard
+// link only searches the members before it, a symlink the whole archive.
+// A target that is a link again is followed the same way (Python recurses
+// until RecursionError on a loop).
+
+// maxTarLinkDepth bounds the links followed from one member.
+const maxTarLinkDepth = 64
+
+// pyNormpath is posixpath.normpath.
+func pyNormpath(p string) string {
+	if p == "" {
+		return "."
+	}
+	initial := 0
+	if strings.HasPrefix(p, "/") {
+		initial = 1
+		if strings.HasPrefix(p, "//") && !strings.HasPrefix(p, "///") {
+			initial = 2
+		}
+	}
+	var comps []string
+	for _, c := range strings.Split(p, "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		if c != ".." || (initial == 0 && len(comps) == 0) || (len(comps) > 0 && comps[len(comps)-1] == "..") {
+			comps = append(comps, c)
+		} else if len(comps) > 0 {
+			comps = comps[:len(comps)-1]
+		}
+	}
+	out := strings.Repeat("/", initial) + strings.Join(comps, "/")
+	if out == "" {
+		return "."
+	}
+	return out
+}
+
+// pyDirname is posixpath.dirname.
+func pyDirname(p string) string {
+	i := strings.LastIndexByte(p, '/') + 1
+	head := p[:i]
+	if head != "" && head != strings.Repeat("/", len(head)) {
+		head = strings.TrimRight(head, "/")
+	}
+	return head
+}
+
+// tarLinkTarget is _find_link_target: the index in ms of the member link
+// i points to, or -1; want is the normalised name looked up.
+func tarLinkTarget(ms []tarMember, i int) (j int, want string) {
+	m := ms[i]
+	name, limit := m.linkname, i
+	if m.typ == '2' {
+		var parts []string
+		for _, s := range []string{pyDirname(m.name), m.linkname} {
+			if s != "" {
+				parts = append(parts, s)
+			}
+		}
+		name, limit = strings.Join(parts, "/"), len(ms)
+	}
+	want = pyNormpath(name)
+	for j := limit - 1; j >= 0; j-- {
+		if pyNormpath(ms[j].name) == want {
+			return j, want
+		}
+	}
+	return -1, want
+}
+
+// tarResolve returns the members whose data torch may read as member i
+// of ms, which it reads under the name torchName: i itself if it holds
+// data, else what its link chain leads to. When torch extracts "tensors",
+// "storages" is already on disk, so a link to it reads the extracted
+// (last) "storages" as well. notes explain links that lead nowhere.
+func tarResolve(ms []tarMember, i int, torchName string) (out []int, notes []string) {
+	visited := map[int]bool{}
+	var visit func(i, depth int)
+	visit = func(i, depth int) {
+		if visited[i] {
+			if !tarRegular(ms[i].typ) {
+				notes = append(notes, "the links form a loop (Python stops with a RecursionError)")
+			}
+			return
+		}
+		visited[i] = true
+		m := ms[i]
+		if tarRegular(m.typ) {
+			out = append(out, i)
+			return
+		}
+		if m.typ != '1' && m.typ != '2' {
+			return
+		}
+		if depth >= maxTarLinkDepth {
+			notes = append(notes, "the link chain is too long to follow")
+			return
+		}
+		j, want := tarLinkTarget(ms, i)
+		if strings.HasPrefix(want, "/") || want == ".." || strings.HasPrefix(want, "../") {
+			notes = append(notes, "the link "+strconv.Quote(m.linkname)+" points outside the archive (torch would read a file of the host)")
+		}
+		if j >= 0 {
+			visit(j, depth+1)
+		} else {
+			notes = append(notes, "link target "+strconv.Quote(want)+" is not in the archive")
+		}
+		if torchName == "tensors" && want == "storages" {
+			for k := len(ms) - 1; k >= 0; k-- {
+				if ms[k].name == "storages" {
+					visit(k, depth+1)
+					break
+				}
+			}
+		}
+	}
+	visit(i, 0)
+	return out, notes
+}

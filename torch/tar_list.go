@@ -1,0 +1,458 @@
+package torch
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strings"
+)
+
+// Listing a tar the way Python's tarfile does (TarFile.next and
+// TarInfo.fromtarfile, Python 3.8 to 3.14). An extension header (GNU long
+// name 'L' or long link 'K', pax 'x'/'X', global pax 'g') is processed by
+// reading the header after it *recursively* and then patching the member
+// that comes back, so the outermost extension header has the last word:
+// after "L pickle", "x path=decoy", member "other" the member is named
+// "pickle"; after "x path=decoy", "L pickle" it is "decoy". The global pax
+// records are applied by the innermost member (_proc_builtin), and then
+// again, as copied when each enclosing 'x' header was read, by that
+// header. The lister below mirrors those calls one for one.
+
+// paxRec is one pax record; paxMap keeps them in the order of a Python
+// dict (insertion order, a rewritten key keeps its place).
+type paxRec struct{ k, v string }
+
+type paxMap []paxRec
+
+func (p paxMap) get(k string) (string, bool) {
+	for _, r := range p {
+		if r.k == k {
+			return r.v, true
+		}
+	}
+	return "", false
+}
+
+func (p *paxMap) set(k, v string) {
+	for i := range *p {
+		if (*p)[i].k == k {
+			(*p)[i].v = v
+			return
+		}
+	}
+	*p = append(*p, paxRec{k, v})
+}
+
+// tarVariant is what differs between Python releases.
+type tarVariant struct {
+	// strictPax: the checked pax record parser (3.8.20, 3.9.20, 3.10.15,
+	// 3.11.10, 3.12.6, 3.13 on; some distributions backported it): a bad
+	// record is an InvalidHeaderError. Before, a regex loop stopped at the
+	// first record it could not match.
+	strictPax bool
+	// noFollowDircheck: 3.14 (and later maintenance releases) read the
+	// header after an extension header without the V7 directory detection,
+	// which a GNU long name re-applies to the long name.
+	noFollowDircheck bool
+}
+
+// tarVariants are listed in turn; the scan covers the union.
+var tarVariants = []tarVariant{{}, {strictPax: true}, {strictPax: true, noFollowDircheck: true}}
+
+// More header errors than frombuf's: the listing ends.
+const (
+	tarSubsequent tarHeaderErr = 100 + iota // SubsequentHeaderError: a ReadError (torch falls back)
+	tarFatal                                // another exception, or a bound of ours; the problem is recorded
+)
+
+// maxTarChain bounds nested extension headers: each level is three Python
+// frames, so CPython stops with a RecursionError (not a TarError) near 330.
+const maxTarChain = 400
+
+type tarLister struct {
+	r        io.ReaderAt
+	size     int64
+	v        tarVariant
+	global   paxMap // tarfile.pax_headers
+	pos      int64  // tarfile.fileobj position
+	offset   int64  // tarfile.offset: where the next header is
+	depth    int
+	problems []string
+}
+
+func (t *tarLister) problem(format string, a ...any) {
+	t.problems = append(t.problems, fmt.Sprintf(format, a...))
+}
+
+// read is fileobj.read(n) at the current position: short at the end.
+func (t *tarLister) read(n int64) []byte {
+	n = max(min(n, t.size-t.pos), 0)
+	b := make([]byte, n)
+	if readFull(t.r, b, t.pos) != nil {
+		b = b[:0]
+	}
+	t.pos += int64(len(b))
+	return b
+}
+
+// blockUp is TarInfo._block for a non-negative count; counts past the end
+// of the file are kept past it without overflowing.
+func (t *tarLister) blockUp(n int64) int64 {
+	if n > t.size+tarBlock {
+		return t.size + 2*tarBlock
+	}
+	return (n + tarBlock - 1) / tarBlock * tarBlock
+}
+
+// fromtarfile is TarInfo.fromtarfile (dircheck as in _fromtarfile).
+func (t *tarLister) fromtarfile(dircheck bool) (*tarMember, tarHeaderErr) {
+	if t.depth >= maxTarChain {
+		t.problem("more than %d nested tar extension headers at offset %d (Python stops with a RecursionError)", maxTarChain, t.pos)
+		return nil, tarFatal
+	}
+	at := t.pos
+	h, e := parseTarHeaderDir(t.read(tarBlock), dircheck)
+	if e != tarOK {
+		return nil, e
+	}
+	m := &tarMember{tarHeader: h, header: at}
+	t.depth++
+	defer func() { t.depth-- }()
+	switch h.typ {
+	case 'L', 'K':
+		return t.procGnulong(m)
+	case 'S':
+		return t.procSparse(m)
+	case 'x', 'g', 'X':
+		return t.procPax(m)
+	}
+	return t.procBuiltin(m)
+}
+
+func (t *tarLister) negative(m *tarMember) (*tarMember, tarHeaderErr) {
+	t.problem("tar header at offset %d (%q) declares a negative size", m.header, m.name)
+	return nil, tarFatal
+}
+
+// procBuiltin is _proc_builtin: data after the header, the global pax
+// records applied, trailing slashes of a directory name dropped.
+func (t *tarLister) procBuiltin(m *tarMember) (*tarMember, tarHeaderErr) {
+	m.dataOff = t.pos
+	off := t.pos
+	if tarRegular(m.typ) {
+		if m.size < 0 {
+			return t.negative(m)
+		}
+		off += t.blockUp(m.size)
+	}
+	t.offset = off
+	if !t.applyPax(m, t.global) {
+		return nil, tarFatal
+	}
+	if m.typ == '5' {
+		m.name = strings.TrimRight(m.name, "/")
+	}
+	return m, tarOK
+}
+
+// procGnulong is _proc_gnulong: the name (or link name) replaces the one
+// of the member read after it, whatever pax records said.
+func (t *tarLister) procGnulong(m *tarMember) (*tarMember, tarHeaderErr) {
+	if m.size < 0 {
+		return t.negative(m)
+	}
+	buf := t.read(t.blockUp(m.size))
+	next, e := t.fromtarfile(!t.v.noFollowDircheck)
+	if e != tarOK {
+		return t.subsequent(m, e)
+	}
+	next.header = m.header
+	if m.typ == 'L' {
+		next.name = string(cstr(buf))
+		if t.v.noFollowDircheck {
+			// V7 directory detection again, on the long name
+			if next.typ == '5' && !strings.HasSuffix(next.name, "/") {
+				next.typ = 0
+			} else if next.typ == 0 && strings.HasSuffix(next.name, "/") {
+				next.typ = '5'
+			}
+		}
+	} else {
+		next.linkname = string(cstr(buf))
+	}
+	if next.typ == '5' {
+		next.name = strings.TrimSuffix(next.name, "/")
+	}
+	return next, tarOK
+}
+
+func (t *tarLister) subsequent(m *tarMember, e tarHeaderErr) (*tarMember, tarHeaderErr) {
+	if e == tarFatal {
+		return nil, e
+	}
+	t.problem("tar extension header at offset %d not followed by a valid header", m.header)
+	return nil, tarSubsequent
+}
+
+// procSparse is _proc_sparse (old GNU sparse): extension blocks, then the
+// data; size becomes the original size. No pax records are applied here.
+func (t *tarLister) procSparse(m *tarMember) (*tarMember, tarHeaderErr) {
+	dataOff, structs, p := readSparseExt(t.r, t.size, t.pos, m.isExtended, m.sparse)
+	if p != "" {
+		t.problem("tar sparse member %q at offset %d: %s", m.name, m.header, p)
+		return nil, tarFatal
+	}
+	if m.size < 0 {
+		return t.negative(m)
+	}
+	m.sparse, t.pos, m.dataOff = structs, dataOff, dataOff
+	t.offset = dataOff + t.blockUp(m.size)
+	m.size = m.origSize
+	return m, tarOK
+}
+
+// procPax is _proc_pax.
+func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
+	if m.size < 0 {
+		return t.negative(m)
+	}
+	buf := t.read(t.blockUp(m.size))
+	recs, ok := parsePaxRecords(buf, t.v.strictPax)
+	if !ok {
+		return nil, tarInvalid
+	}
+	var pax paxMap
+	if m.typ == 'g' {
+		for _, r := range recs {
+			t.global.set(r.k, r.v)
+		}
+	} else {
+		pax = append(paxMap(nil), t.global...)
+		for _, r := range recs {
+			pax.set(r.k, r.v)
+		}
+	}
+	next, e := t.fromtarfile(!t.v.noFollowDircheck)
+	if e != tarOK {
+		return t.subsequent(m, e)
+	}
+	if m.typ == 'g' {
+		pax = t.global
+	}
+	for _, k := range []string{"GNU.sparse.map", "GNU.sparse.size", "GNU.sparse.major"} {
+		if _, ok := pax.get(k); ok {
+			t.problem("tar member %q at offset %d uses the pax GNU sparse format (%s): its data is scanned as stored, not as tarfile maps it", next.name, m.header, k)
+			break
+		}
+	}
+	if m.typ != 'g' {
+		if !t.applyPax(next, pax) {
+			return nil, tarFatal
+		}
+		next.header = m.header
+		if _, ok := pax.get("size"); ok {
+			off := next.dataOff
+			if tarRegular(next.typ) {
+				if next.size < 0 {
+					return t.negative(next)
+				}
+				off += t.blockUp(next.size)
+			}
+			t.offset = off
+		}
+	}
+	return next, tarOK
+}
+
+// applyPax is _apply_pax_info, record by record in dict order. It is
+// false where Python raises a ValueError (int() of a GNU.sparse size).
+func (t *tarLister) applyPax(m *tarMember, pax paxMap) bool {
+	for _, r := range pax {
+		switch r.k {
+		case "GNU.sparse.name":
+			m.name = r.v
+		case "GNU.sparse.size", "GNU.sparse.realsize":
+			n, ok := pyInt(r.v)
+			if !ok {
+				t.problem("tar member %q: pax record %s=%q is not a number (Python raises ValueError)", m.name, r.k, r.v)
+				return false
+			}
+			m.size = n
+		case "path":
+			m.name = strings.TrimRight(r.v, "/")
+		case "linkpath":
+			m.linkname = r.v
+		case "size":
+			n, ok := pyInt(r.v)
+			if !ok {
+				n = 0
+			}
+			m.size = n
+		}
+	}
+	return true
+}
+
+// pyInt is int(s) for a str, saturated to int64.
+func pyInt(s string) (int64, bool) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return 0, false
+	}
+	v, ok := parsePyLong([]byte(s), 10)
+	if !ok {
+		return 0, false
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case *big.Int:
+		if n.Sign() < 0 {
+			return math.MinInt64, true
+		}
+		return math.MaxInt64, true
+	}
+	return 0, false
+}
+
+// parsePaxRecords reads the "%d %s=%s\n" records of a pax header's
+// (block-rounded) data. strict is the checked parser of newer releases (a
+// bad record is an InvalidHeaderError: ok false); else the regex loop of
+// older ones, which stops at the first record it cannot match and raises
+// only on a zero length.
+func parsePaxRecords(buf []byte, strict bool) (recs []paxRec, ok bool) {
+	digits := func(pos int) (int, uint64) {
+		j, n := pos, uint64(0)
+		for j < len(buf) && buf[j] >= '0' && buf[j] <= '9' {
+			if n > math.MaxInt32 {
+				n = math.MaxInt32 + 1 // far past any buffer
+			} else {
+				n = n*10 + uint64(buf[j]-'0')
+			}
+			j++
+		}
+		return j, n
+	}
+	pos := 0
+	if strict {
+		for pos < len(buf) && buf[pos] != 0 {
+			j, length := digits(pos)
+			if j == pos || j-pos > 20 || j >= len(buf) || buf[j] != ' ' {
+				return nil, false
+			}
+			if length < 5 || uint64(pos)+length > uint64(len(buf)) {
+				return nil, false
+			}
+			end := pos + int(length) - 1
+			var kv []byte
+			if j+1 < end {
+				kv = buf[j+1 : end]
+			}
+			eq := bytes.IndexByte(kv, '=')
+			if eq <= 0 || buf[end] != '\n' {
+				return nil, false
+			}
+			recs = append(recs, paxRec{string(kv[:eq]), string(kv[eq+1:])})
+			pos += int(length)
+		}
+		return recs, true
+	}
+	for pos < len(buf) {
+		j, length := digits(pos)
+		if j == pos || j >= len(buf) || buf[j] != ' ' {
+			break
+		}
+		eq := bytes.IndexByte(buf[j+1:], '=')
+		if eq <= 0 {
+			break
+		}
+		if length == 0 {
+			return nil, false
+		}
+		kEnd := j + 1 + eq
+		vEnd := min(uint64(pos)+length-1, uint64(len(buf)))
+		var v []byte
+		if uint64(kEnd+1) < vEnd {
+			v = buf[kEnd+1 : vEnd]
+		}
+		recs = append(recs, paxRec{string(buf[j+1 : kEnd]), string(v)})
+		if uint64(pos)+length > uint64(len(buf)) {
+			break
+		}
+		pos += int(length)
+	}
+	return recs, true
+}
+
+// listTarVariant walks the members like TarFile.next in one Python
+// release. It stops where tarfile stops: an all-zero, invalid or truncated
+// header. The problems it returns are reasons torch's tar read would fail
+// (most with a TarError, so torch would then try the legacy stream).
+func listTarVariant(r io.ReaderAt, size int64, maxMembers int, v tarVariant) ([]tarMember, []string) {
+	t := &tarLister{r: r, size: size, v: v}
+	var members []tarMember
+	for len(members) < maxMembers {
+		if t.offset != t.pos {
+			if t.offset == 0 {
+				return members, t.problems
+			}
+			if t.offset > size {
+				t.problem("tar member data runs past the end of the file (next header at offset %d)", t.offset)
+				return members, t.problems
+			}
+			t.pos = t.offset
+		}
+		at := t.pos
+		m, e := t.fromtarfile(true)
+		switch {
+		case e == tarOK:
+			members = append(members, *m)
+			continue
+		case e == tarSubsequent:
+			t.problem("tar listing fails at offset %d (ReadError)", at)
+		case e != tarFatal && e != tarEOF && at == 0:
+			t.problem("tar: no valid first header")
+		}
+		return members, t.problems
+	}
+	t.problem("more than %d tar members", maxMembers)
+	return members, t.problems
+}
+
+// listTarVariants lists the members in every variant; problems are merged.
+func listTarVariants(r io.ReaderAt, size int64, maxMembers int) (lists [][]tarMember, problems []string) {
+	seen := map[string]bool{}
+	for _, v := range tarVariants {
+		ms, ps := listTarVariant(r, size, maxMembers, v)
+		lists = append(lists, ms)
+		for _, p := range ps {
+			if !seen[p] {
+				seen[p] = true
+				problems = append(problems, p)
+			}
+		}
+	}
+	return lists, problems
+}
+
+// listTar is the union of the variants' members (each once).
+func listTar(r io.ReaderAt, size int64, maxMembers int) (members []tarMember, problems []string) {
+	lists, problems := listTarVariants(r, size, maxMembers)
+	type key struct {
+		name, link       string
+		typ              byte
+		hdr, data, bytes int64
+	}
+	seen := map[key]bool{}
+	for _, ms := range lists {
+		for _, m := range ms {
+			k := key{m.name, m.linkname, m.typ, m.header, m.dataOff, m.size}
+			if !seen[k] {
+				seen[k] = true
+				members = append(members, m)
+			}
+		}
+	}
+	return members, problems
+}
