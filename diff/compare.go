@@ -277,10 +277,11 @@ func elements(dt safetensors.DType, n int) (int64, error) {
 // decoding their runs only, not the whole chunk.
 const sub = 64
 
-// values compares both sides by value: F32 and F64 in place, other dtypes
-// a block at a time; with the same dtype, only the runs whose bytes
-// differ, in place for BF16 and F16 where the CPU has the kernels, else
-// decoded to float32 or float64.
+// values compares both sides by value a block at a time. With the same
+// dtype, only the bytes that differ are compared: F32 and F64 in place,
+// block by block; other dtypes run by run, in place for BF16 and F16 where
+// the CPU has the kernels, else decoded to float32 or float64. Different
+// dtypes are decoded block by block.
 func (w *worker) values(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DType) error {
 	n, err := safetensors.ElementCount(dtA, len(ba))
 	if err != nil {
@@ -290,13 +291,13 @@ func (w *worker) values(r *chunkResult, ba, bb []byte, dtA, dtB safetensors.DTyp
 	if dtA == dtB {
 		if x, ok := view[float32](dtA == safetensors.F32, ba); ok {
 			if y, ok := view[float32](true, bb); ok {
-				compareF32(r, x, y, w.eps)
+				compareBlocks(r, x, y, ba, bb, w.eps, compareF32)
 				return nil
 			}
 		}
 		if x, ok := view[float64](dtA == safetensors.F64, ba); ok {
 			if y, ok := view[float64](true, bb); ok {
-				compareF64(r, x, y, w.eps)
+				compareBlocks(r, x, y, ba, bb, w.eps, compareF64)
 				return nil
 			}
 		}
@@ -343,6 +344,19 @@ func exact32(dt safetensors.DType) bool {
 		return false
 	}
 	return true
+}
+
+// compareBlocks compares x and y (views of the bytes ba and bb) a block at
+// a time, skipping blocks whose bytes are equal: with a few changes per
+// chunk, most of it costs a memory comparison only.
+func compareBlocks[F float32 | float64](r *chunkResult, x, y []F, ba, bb []byte, eps float64, compare func(*chunkResult, []F, []F, float64)) {
+	size := len(ba) / max(1, len(x))
+	for e := 0; e < len(x); e += block {
+		f := min(e+block, len(x))
+		if !bytes.Equal(ba[e*size:f*size], bb[e*size:f*size]) {
+			compare(r, x[e:f], y[e:f], eps)
+		}
+	}
 }
 
 // sameRun compares elements [e, f) of both sides, of the same dtype dt:
