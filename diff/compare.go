@@ -446,7 +446,7 @@ func compareScalar[F float32 | float64](r *chunkResult, va, vb []F, eps float64)
 			maxAbs = d
 		}
 		// Divide only when d / m may exceed maxRel: if d < maxRel*m after
-		// rounding, then d / m < maxRel exactly, and so after rounding
+		// rounding, then d / m <= maxRel exactly, and so after rounding
 		// (rounding is monotonic). Testing d > maxRel*m instead could miss
 		// a quotient one unit in the last place larger. An infinite d is
 		// dealt with after the loop (maxRel*m may be NaN).
