@@ -42,12 +42,13 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 		}
 	}
 	for _, ms := range lists {
+		l := newTarList(ms)
 		for i, m := range ms {
 			if !tarReadByTorch[m.name] {
 				continue
 			}
 			entry := "tar member " + m.name
-			targets, notes := tarResolve(ms, i, m.name)
+			targets, notes := l.resolve(i, m.name)
 			if !tarRegular(m.typ) {
 				note(fmt.Sprintf("%s is a link or special file (type %q) pointing to %q: torch would read what it points to", entry, m.typ, m.linkname))
 			}

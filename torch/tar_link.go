@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -62,10 +63,29 @@ func pyDirname(p string) string {
 	return head
 }
 
-// tarLinkTarget is _find_link_target: the index in ms of the member link
-// i points to, or -1; want is the normalised name looked up.
-func tarLinkTarget(ms []tarMember, i int) (j int, want string) {
-	m := ms[i]
+// tarList is one listing with the lookups _getmember makes, indexed: a
+// listing can hold millions of members, and every member named like one
+// torch reads is resolved.
+type tarList struct {
+	ms   []tarMember
+	norm map[string][]int // normpath(name) -> indices, ascending
+	last map[string]int   // exact name -> last index (getmember)
+}
+
+func newTarList(ms []tarMember) *tarList {
+	l := &tarList{ms: ms, norm: map[string][]int{}, last: map[string]int{}}
+	for i, m := range ms {
+		n := pyNormpath(m.name)
+		l.norm[n] = append(l.norm[n], i)
+		l.last[m.name] = i
+	}
+	return l
+}
+
+// linkTarget is _find_link_target: the index of the member link i points
+// to, or -1; want is the normalised name looked up.
+func (l *tarList) linkTarget(i int) (j int, want string) {
+	m := l.ms[i]
 	name, limit := m.linkname, i
 	if m.typ == '2' {
 		var parts []string
@@ -74,23 +94,24 @@ func tarLinkTarget(ms []tarMember, i int) (j int, want string) {
 				parts = append(parts, s)
 			}
 		}
-		name, limit = strings.Join(parts, "/"), len(ms)
+		name, limit = strings.Join(parts, "/"), len(l.ms)
 	}
 	want = pyNormpath(name)
-	for j := limit - 1; j >= 0; j-- {
-		if pyNormpath(ms[j].name) == want {
-			return j, want
-		}
+	idx := l.norm[want]
+	k := sort.SearchInts(idx, limit) // the last one before limit
+	if k == 0 {
+		return -1, want
 	}
-	return -1, want
+	return idx[k-1], want
 }
 
-// tarResolve returns the members whose data torch may read as member i
-// of ms, which it reads under the name torchName: i itself if it holds
-// data, else what its link chain leads to. When torch extracts "tensors",
-// "storages" is already on disk, so a link to it reads the extracted
-// (last) "storages" as well. notes explain links that lead nowhere.
-func tarResolve(ms []tarMember, i int, torchName string) (out []int, notes []string) {
+// resolve returns the members whose data torch may read as member i,
+// which it reads under the name torchName: i itself if it holds data, else
+// what its link chain leads to. When torch extracts "tensors", "storages"
+// is already on disk, so a link to it reads the extracted (last)
+// "storages" as well. notes explain links that lead nowhere.
+func (l *tarList) resolve(i int, torchName string) (out []int, notes []string) {
+	ms := l.ms
 	visited := map[int]bool{}
 	var visit func(i, depth int)
 	visit = func(i, depth int) {
@@ -113,7 +134,7 @@ func tarResolve(ms []tarMember, i int, torchName string) (out []int, notes []str
 			notes = append(notes, "the link chain is too long to follow")
 			return
 		}
-		j, want := tarLinkTarget(ms, i)
+		j, want := l.linkTarget(i)
 		if strings.HasPrefix(want, "/") || want == ".." || strings.HasPrefix(want, "../") {
 			notes = append(notes, "the link "+strconv.Quote(m.linkname)+" points outside the archive (torch would read a file of the host)")
 		}
@@ -122,13 +143,8 @@ func tarResolve(ms []tarMember, i int, torchName string) (out []int, notes []str
 		} else {
 			notes = append(notes, "link target "+strconv.Quote(want)+" is not in the archive")
 		}
-		if torchName == "tensors" && want == "storages" {
-			for k := len(ms) - 1; k >= 0; k-- {
-				if ms[k].name == "storages" {
-					visit(k, depth+1)
-					break
-				}
-			}
+		if k, ok := l.last["storages"]; ok && torchName == "tensors" && want == "storages" {
+			visit(k, depth+1)
 		}
 	}
 	visit(i, 0)

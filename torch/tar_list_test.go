@@ -264,11 +264,12 @@ func TestTarLinksMatchPython(t *testing.T) {
 			wb, _ := hex.DecodeString(w)
 			found := false
 			for _, ms := range lists {
+				l := newTarList(ms)
 				for k, m := range ms {
 					if m.name != name {
 						continue
 					}
-					targets, _ := tarResolve(ms, k, name)
+					targets, _ := l.resolve(k, name)
 					for _, j := range targets {
 						d := c[ms[j].dataOff:min(int64(len(c)), ms[j].dataOff+ms[j].size)]
 						found = found || bytes.Equal(d, wb)
@@ -405,4 +406,31 @@ func TestTarLinkCasesDangerous(t *testing.T) {
 			t.Errorf("case %d: verdict %s, globals %v, problems %q", i, rep.Verdict(), rep.NotAllowed(), rep.Problems)
 		}
 	}
+}
+
+// FuzzTarList scans mutated extension-header and link layouts: no panic,
+// no hang, and every member torch reads resolves within bounds.
+func FuzzTarList(f *testing.F) {
+	for _, c := range slices.Concat(tarListCases(), tarLinkCases()) {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		defer watchdog(b)()
+		lim := fuzzLimits()
+		if _, err := Scan(bytes.NewReader(b), int64(len(b)), "f", WithLimits(*lim)); err != nil {
+			t.Fatal(err)
+		}
+		lists, _ := listTarVariants(bytes.NewReader(b), int64(len(b)), lim.MaxZipEntries)
+		for _, ms := range lists {
+			l := newTarList(ms)
+			for i := range ms {
+				out, _ := l.resolve(i, "tensors")
+				for _, j := range out {
+					if j < 0 || j >= len(ms) || !tarRegular(ms[j].typ) {
+						t.Fatalf("resolved %d to %d", i, j)
+					}
+				}
+			}
+		}
+	})
 }
