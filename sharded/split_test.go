@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gosafetensors/safetensors"
 )
@@ -329,6 +330,42 @@ func TestVerifyWhileWriting(t *testing.T) {
 			}
 			f.Close()
 		}
+	}
+}
+
+// Once the checker has found a difference, the copy stops at its next
+// chunk instead of copying the rest of the file.
+func TestVerifyFailureStopsTheCopy(t *testing.T) {
+	m, err := Open(context.Background(), twoShardDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	path := filepath.Join(t.TempDir(), "x.safetensors")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := &copier{ctx: context.Background(), src: hidden{m}, opt: writeOptions{verify: true}} // one write per tensor
+	writes := 0
+	c.afterWrite = func(written int64) {
+		writes++
+		switch writes {
+		case 2: // the first tensor (a.weight): change its last byte
+			b := []byte{0}
+			f.ReadAt(b, written-1)
+			b[0] ^= 1
+			f.WriteAt(b, written-1)
+		case 3: // let the checker see it before the third tensor
+			for deadline := time.Now().Add(5 * time.Second); c.check.failure() == nil && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	_, ck, err := c.writeFile(f, path, m.Names(), m.Meta())
+	if !errors.Is(err, ErrVerify) || ck != nil || writes != 3 {
+		t.Errorf("got %v after %d writes", err, writes)
 	}
 }
 

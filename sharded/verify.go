@@ -135,6 +135,16 @@ func (ck *checker) advance(n int64) {
 	ck.mu.Unlock()
 }
 
+// failure returns the first difference or error found so far, if any.
+func (ck *checker) failure() error {
+	if ck == nil {
+		return nil
+	}
+	ck.mu.Lock()
+	defer ck.mu.Unlock()
+	return ck.err
+}
+
 func (ck *checker) fail(i int, err error) {
 	ck.mu.Lock()
 	if ck.err == nil || i < ck.first {

@@ -184,6 +184,15 @@ func (c *copier) source(info safetensors.TensorInfo) (tensorSource, error) {
 	return s, nil
 }
 
+// stopped returns why the copy should stop: the context's error, or a
+// difference the checker has already found.
+func (c *copier) stopped() error {
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	return c.check.failure()
+}
+
 // wrote records n more bytes appended to the output (tensor bytes, for
 // progress, when data is set).
 func (c *copier) wrote(n int64, data bool) {
@@ -205,7 +214,7 @@ func (c *copier) copyBuffered(out *os.File, t *safetensors.Tensor) error {
 		c.buf = make([]byte, min(chunk, max(size, 1)))
 	}
 	for pos := int64(0); pos < size; {
-		if err := c.ctx.Err(); err != nil {
+		if err := c.stopped(); err != nil {
 			return err
 		}
 		b := c.buf[:min(int64(len(c.buf)), size-pos)]
@@ -232,7 +241,7 @@ func (c *copier) copyBuffered(out *os.File, t *safetensors.Tensor) error {
 func (c *copier) copyFile(out *os.File, run []tensorSource, n int64) (done bool, err error) {
 	f, off := run[0].f, run[0].off
 	for pos := int64(0); pos < n; {
-		if err := c.ctx.Err(); err != nil {
+		if err := c.stopped(); err != nil {
 			return true, err
 		}
 		k, ok, err := copyRange(out, f, off+pos, min(chunk*4, n-pos))
