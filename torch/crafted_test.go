@@ -226,7 +226,7 @@ func craftedFiles() []craftedEntry {
 			data: legacyTarPolyglot(tarImage(tarM{name: "storages", data: st}), false)})
 		tn := cat(hPickle("K\x01"), hPickle(hStr("k")), hPickle(systemCall))
 		add(craftedEntry{Name: "tar_tensors_member_global.pt", Class: "container-polyglot",
-			Attack:      "tar polyglot whose 'tensors' member carries posix.system in a tensor's storage-id pickle",
+			Attack:      "tar polyglot whose 'tensors' member carries posix.system in a tensor record's pickle (torch runs it before unpacking fails; the rest of the member is walked)",
 			ScanVerdict: "dangerous", Globals: sys, Entry: "tar member tensors", Convert: "refuse", ConvertErr: "not allowed",
 			data: legacyTarPolyglot(tarImage(tarM{name: "tensors", data: tn}), false)})
 	}
