@@ -43,7 +43,9 @@ func Merge(ctx context.Context, src safetensors.Source, out string, opts ...Writ
 		return nil, err
 	}
 	defer f.Abort()
-	_, ck, err := c.writeFile(f.File, out, names, src.Meta())
+	// What goes into a pipe or a device (see atomicfile.Create) cannot be
+	// read back.
+	_, ck, err := c.writeFile(f.File, out, names, src.Meta(), o.verify && !f.Direct())
 	if err != nil {
 		return nil, fmt.Errorf("%s: writing %s: %w", sourceName(src), out, err)
 	}

@@ -134,7 +134,7 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 			return nil, err
 		}
 		pending = append(pending, f)
-		h, ck, err := c.writeFile(f.File, paths[i], shard, meta)
+		h, ck, err := c.writeFile(f.File, paths[i], shard, meta, o.verify && !f.Direct())
 		if err == nil {
 			ch := make(chan error, 1)
 			go func() { ch <- f.File.Sync() }()

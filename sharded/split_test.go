@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -248,7 +249,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 				}
 				defer f.Close()
 				c := &copier{ctx: context.Background(), src: src}
-				h, _, err := c.writeFile(f, path, src.Names(), src.Meta())
+				h, _, err := c.writeFile(f, path, src.Names(), src.Meta(), false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -321,7 +322,7 @@ func TestVerifyWhileWriting(t *testing.T) {
 					dataStart = -2 // once
 				}
 			}
-			_, ck, err := c.writeFile(f, path, src.Names(), src.Meta())
+			_, ck, err := c.writeFile(f, path, src.Names(), src.Meta(), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -363,9 +364,48 @@ func TestVerifyFailureStopsTheCopy(t *testing.T) {
 			}
 		}
 	}
-	_, ck, err := c.writeFile(f, path, m.Names(), m.Meta())
+	_, ck, err := c.writeFile(f, path, m.Names(), m.Meta(), true)
 	if !errors.Is(err, ErrVerify) || ck != nil || writes != 3 {
 		t.Errorf("got %v after %d writes", err, writes)
+	}
+}
+
+// Merging into a FIFO (or a device) writes into it directly; what went
+// there cannot be read back, so it is not verified, and that is no error.
+func TestMergeIntoFIFO(t *testing.T) {
+	// Tensors of some MiB, written through a buffer one by one (hidden):
+	// were a checker reading the FIFO back, it would fail on the first
+	// while the others are still being written, and stop the merge.
+	in := filepath.Join(t.TempDir(), "in.safetensors")
+	if err := safetensors.WriteFile(in, tensorsOf([]string{"a", "b", "c"}, []int{5 << 20, 5 << 20, 5 << 20}), nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	src := hidden{m}
+	fifo := filepath.Join(t.TempDir(), "out.safetensors")
+	if err := mkfifo(fifo); err != nil {
+		t.Skip(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		f, err := os.Open(fifo)
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer f.Close()
+		b, _ := io.ReadAll(f)
+		got <- b
+	}()
+	if _, err := Merge(context.Background(), src, fifo, WithOverwrite(true)); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; !bytes.Equal(b, canonical(t, src)) {
+		t.Errorf("the FIFO received %d bytes, not the merged file", len(b))
 	}
 }
 

@@ -80,10 +80,10 @@ func (c *copier) report(n int64) {
 // local source file are copied together, with one copy_file_range call per
 // chunk; writeback of what is written starts while the copy goes on (see
 // [flusher]), so that the final fsync has little left to wait for. When
-// verifying, the returned checker is already comparing what was written
-// with the source: the caller must call its finish method (path names out
-// in its errors).
-func (c *copier) writeFile(out *os.File, path string, names []string, meta map[string]string) (*safetensors.Header, *checker, error) {
+// verify is set, the returned checker is already comparing what was
+// written with the source: the caller must call its finish method (path
+// names out in its errors).
+func (c *copier) writeFile(out *os.File, path string, names []string, meta map[string]string, verify bool) (*safetensors.Header, *checker, error) {
 	infos := make([]safetensors.TensorInfo, len(names))
 	for i, n := range names {
 		info, ok := c.src.Info(n)
@@ -111,7 +111,7 @@ func (c *copier) writeFile(out *os.File, path string, names []string, meta map[s
 	c.written = 0
 	c.flush = startFlusher(out)
 	c.check = nil
-	if c.opt.verify {
+	if verify {
 		c.check = c.newChecker(out, path, hdr, h, srcs)
 	}
 	ck := c.check
