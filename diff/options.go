@@ -1,14 +1,17 @@
 package diff
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
+
+	"github.com/gosafetensors/safetensors"
 )
 
-// ErrOption is wrapped by errors about an invalid option value.
-var ErrOption = errors.New("diff: invalid option")
+// ErrOption is wrapped by errors about an invalid option value (a nil
+// Option included). It is safetensors.ErrOption, the sentinel every package
+// of the module wraps.
+var ErrOption = safetensors.ErrOption
 
 // Option configures [Compare].
 type Option func(*options) error
@@ -27,7 +30,7 @@ type options struct {
 func WithEpsilon(eps float64) Option {
 	return func(o *options) error {
 		if !(eps >= 0) || math.IsInf(eps, 0) {
-			return fmt.Errorf("%w: epsilon %v (a finite number >= 0)", ErrOption, eps)
+			return fmt.Errorf("diff: %w: epsilon %v (a finite number >= 0)", ErrOption, eps)
 		}
 		o.epsilon = eps
 		return nil
@@ -45,7 +48,7 @@ func WithNamesOnly() Option {
 func WithWorkers(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
-			return fmt.Errorf("%w: %d workers (at least 1)", ErrOption, n)
+			return fmt.Errorf("diff: %w: %d workers (at least 1)", ErrOption, n)
 		}
 		o.workers = n
 		return nil
@@ -58,7 +61,7 @@ func WithWorkers(n int) Option {
 func WithChunkSize(n int64) Option {
 	return func(o *options) error {
 		if n < 64<<10 || n > 1<<30 {
-			return fmt.Errorf("%w: chunk size %d (64 KiB to 1 GiB)", ErrOption, n)
+			return fmt.Errorf("diff: %w: chunk size %d (64 KiB to 1 GiB)", ErrOption, n)
 		}
 		o.chunk = n
 		return nil
@@ -70,7 +73,7 @@ func WithChunkSize(n int64) Option {
 func WithProgress(f func(done, total int64)) Option {
 	return func(o *options) error {
 		if f == nil {
-			return fmt.Errorf("%w: nil progress function", ErrOption)
+			return fmt.Errorf("diff: %w: nil progress function", ErrOption)
 		}
 		o.progress = f
 		return nil
@@ -80,6 +83,9 @@ func WithProgress(f func(done, total int64)) Option {
 func buildOptions(opts []Option) (options, error) {
 	o := options{workers: runtime.GOMAXPROCS(0), chunk: 4 << 20}
 	for _, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("diff: %w: nil Option", ErrOption)
+		}
 		if err := opt(&o); err != nil {
 			return o, err
 		}
