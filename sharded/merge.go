@@ -45,7 +45,7 @@ func Merge(ctx context.Context, src safetensors.Source, out string, opts ...Writ
 	defer f.Abort()
 	// What goes into a pipe or a device (see atomicfile.Create) cannot be
 	// read back.
-	_, ck, err := c.writeFile(f.File, out, names, src.Meta(), o.verify && !f.Direct())
+	_, ck, err := c.writeFile(f.File, out, names, src.Meta(), o.verify && !f.Direct(), true)
 	if err != nil {
 		return nil, fmt.Errorf("%s: writing %s: %w", sourceName(src), out, err)
 	}

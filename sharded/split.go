@@ -134,7 +134,10 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 			return nil, err
 		}
 		pending = append(pending, f)
-		h, ck, err := c.writeFile(f.File, paths[i], shard, meta, o.verify && !f.Direct())
+		// Each shard is synced while the next is written; only the last
+		// one's writeback is started during its copy (starting it early
+		// for the others only makes the copy contend with it).
+		h, ck, err := c.writeFile(f.File, paths[i], shard, meta, o.verify && !f.Direct(), i == len(plan)-1)
 		if err == nil {
 			ch := make(chan error, 1)
 			go func() { ch <- f.File.Sync() }()

@@ -249,7 +249,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 				}
 				defer f.Close()
 				c := &copier{ctx: context.Background(), src: src}
-				h, _, err := c.writeFile(f, path, src.Names(), src.Meta(), false)
+				h, _, err := c.writeFile(f, path, src.Names(), src.Meta(), false, true)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -322,7 +322,7 @@ func TestVerifyWhileWriting(t *testing.T) {
 					dataStart = -2 // once
 				}
 			}
-			_, ck, err := c.writeFile(f, path, src.Names(), src.Meta(), true)
+			_, ck, err := c.writeFile(f, path, src.Names(), src.Meta(), true, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,7 +364,7 @@ func TestVerifyFailureStopsTheCopy(t *testing.T) {
 			}
 		}
 	}
-	_, ck, err := c.writeFile(f, path, m.Names(), m.Meta(), true)
+	_, ck, err := c.writeFile(f, path, m.Names(), m.Meta(), true, true)
 	if !errors.Is(err, ErrVerify) || ck != nil || writes != 3 {
 		t.Errorf("got %v after %d writes", err, writes)
 	}

@@ -78,12 +78,14 @@ func (c *copier) report(n int64) {
 // as a safetensors file into out (header included), and returns the
 // header written. Tensors that follow each other in the output and in one
 // local source file are copied together, with one copy_file_range call per
-// chunk; writeback of what is written starts while the copy goes on (see
-// [flusher]), so that the final fsync has little left to wait for. When
+// chunk. With flushEarly, writeback of what is written starts while the
+// copy goes on (see [flusher]), so that the final fsync has little left to
+// wait for; without it, the caller is expected to overlap the fsync with
+// other work (Split syncs a shard while it writes the next). When
 // verify is set, the returned checker is already comparing what was
 // written with the source: the caller must call its finish method (path
 // names out in its errors).
-func (c *copier) writeFile(out *os.File, path string, names []string, meta map[string]string, verify bool) (*safetensors.Header, *checker, error) {
+func (c *copier) writeFile(out *os.File, path string, names []string, meta map[string]string, verify, flushEarly bool) (*safetensors.Header, *checker, error) {
 	infos := make([]safetensors.TensorInfo, len(names))
 	for i, n := range names {
 		info, ok := c.src.Info(n)
@@ -109,7 +111,10 @@ func (c *copier) writeFile(out *os.File, path string, names []string, meta map[s
 		return nil, nil, err
 	}
 	c.written = 0
-	c.flush = startFlusher(out)
+	c.flush = nil
+	if flushEarly {
+		c.flush = startFlusher(out)
+	}
 	c.check = nil
 	if verify {
 		c.check = c.newChecker(out, path, hdr, h, srcs)
