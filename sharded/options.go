@@ -42,8 +42,11 @@ func WithOverwrite(yes bool) WriteOption {
 }
 
 // WithVerify turns the read-back check off or on (on by default): before
-// a file gets its name, its header is parsed again and every tensor
-// compared byte for byte with the source, while the file is synced to disk.
+// a file gets its name, every tensor byte read back from it is compared
+// with a fresh read of the source (each part as soon as it is written,
+// while the rest is copied and synced), then its header bytes and size are
+// checked and its header is parsed again. Outputs that are pipes or devices
+// cannot be read back and are not checked.
 func WithVerify(yes bool) WriteOption {
 	return func(o *writeOptions) error { o.verify = yes; return nil }
 }

@@ -58,10 +58,11 @@ func PlanShards(names []string, size func(string) int64, limit int64) [][]string
 //
 // It writes all files or none: each goes to a temporary name in outDir,
 // is synced and (unless [WithVerify](false)) read back and compared with
-// the source; only then are all renamed into place, the index last (an
-// index being replaced is removed before the first rename, so that a crash
-// during the renames leaves no index rather than the old index over a mix
-// of new and old shards). An existing output is an error unless [WithOverwrite]. A directory that
+// the source (each part as soon as it is written); only then are all
+// renamed into place, the index last (an index being replaced is removed
+// before the first rename, so that a crash during the renames leaves no
+// index rather than the old index over a mix of new and old shards). An
+// existing output is an error unless [WithOverwrite]. A directory that
 // holds the other form (model.safetensors when writing shards, an index
 // when writing one file) is refused whatever the options, since loaders
 // would pick the stale file. Tensors from a local [Model] are copied
