@@ -102,11 +102,45 @@ func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanRepo
 		// the structural checks of Open (storages present and large
 		// enough, views in bounds, version, byte order...) complete the audit
 		rep.addProblem(errMsg(rep.openErr))
+	case isGlobalRefusal(rep.openErr):
+		reportRefusal(rep, rep.openErr)
 	}
 	if rep.openErr != nil {
 		c = nil
 	}
 	return rep, c, nil
+}
+
+// reportRefusal makes sure the report holds what the strict decoder
+// refused, so that Scan never says less than Open: when the scanning
+// machine lost its way before that point (overlapping members walked once,
+// a desynchronised walk), the refused global is added from the error.
+func reportRefusal(rep *ScanReport, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		return
+	}
+	if e.Global == "" {
+		if rep.Verdict() != VerdictDangerous {
+			rep.addProblem(errMsg(err))
+		}
+		return
+	}
+	for _, g := range rep.Globals {
+		if !g.Allowed && g.String() == e.Global {
+			return
+		}
+	}
+	module, name := e.Global, ""
+	if i := strings.LastIndexByte(e.Global, '.'); i >= 0 {
+		module, name = e.Global[:i], e.Global[i+1:]
+	}
+	verdict := "not allowed"
+	if e.Kind == ErrUnsupported {
+		verdict = "unsupported"
+	}
+	rep.addGlobal(GlobalUse{Module: clip(module), Name: clip(name), Offset: e.Offset, Entry: e.Entry, Verdict: verdict,
+		Reason: "refused by the strict decoder torch.Open uses: " + e.Msg})
 }
 
 // analyzeForOpen is analyze for Open and NewReader, which need the verdict
@@ -406,6 +440,11 @@ func scanZipPolyglot(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	rep.merge(sub)
 }
 
+// maxDataPklExempt bounds the */data.pkl members (torch reads the one of
+// the archive's prefix; a zip with several is refused) that scanZip decodes
+// even when members overlap.
+const maxDataPklExempt = 4
+
 func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	scanZipExcept(r, size, lim, rep, "")
 }
@@ -428,6 +467,7 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 	var spent int64 // file bytes decoded so far; see openZip
 	scanned := map[[3]int64]bool{}
 	walkedAll := false
+	exempt := 0 // data.pkl members decoded whatever the overlap
 	// overlap skips a member whose bytes were already scanned (many central
 	// entries can point at one record); once the members to decode hold
 	// more bytes than the file, they overlap in other ways, and decoding
@@ -439,6 +479,13 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 			return true
 		}
 		scanned[k] = true
+		if isDataPkl(e.name) && exempt < maxDataPklExempt {
+			// the record torch reads is always decoded in full: a walk of
+			// the whole file can be steered past it by an enclosing
+			// member's BINBYTES
+			exempt++
+			return false
+		}
 		if spent += e.csize; spent > size {
 			if !walkedAll {
 				walkedAll = true

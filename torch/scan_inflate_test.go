@@ -158,3 +158,38 @@ func TestScanFallbackSharedStream(t *testing.T) {
 		}
 	})
 }
+
+// Red-team round 4 (B1): the "does the record go on past the budget?"
+// check read from the inflater after the walk, whose 32 KiB read-ahead had
+// already drained what was left: a payload a few bytes past the budget's
+// end was neither named nor reported. The record is one BINBYTES8 of
+// zeros, sized so that the budget ends slack bytes into the payload that
+// follows it.
+func TestScanInflateBudgetReadAhead(t *testing.T) {
+	payload := []byte("0cposix\nsystem\nX\x02\x00\x00\x00id\x85R0}.")
+	build := func(f int) ([]byte, int) {
+		head := binary.LittleEndian.AppendUint64([]byte("\x80\x02\x8e"), uint64(f))
+		tail := append(make([]byte, f%(1<<20)), payload...)
+		stream := zeroBomb(t, head, f>>20, tail)
+		return deflatedZip(stream, uint32(len(head)+f+len(payload))), len(stream)
+	}
+	for _, slack := range []int{50, 20000} {
+		// from = 2 (the opcode walk resumes at the BINBYTES8); the budget
+		// is 256 MiB less what was inflated into memory
+		f := minInflateBudget - 9
+		var b []byte
+		for range 3 {
+			var csize int
+			b, csize = build(f)
+			mem := inflateRatio*csize + 1024
+			f = minInflateBudget - mem - 9 + slack
+		}
+		rep := scanBytes(t, b)
+		if rep.Verdict() == VerdictDangerous {
+			continue
+		}
+		if !strings.Contains(strings.Join(rep.Problems, "\n"), "inflate budget") {
+			t.Errorf("slack %d: %s, payload neither named nor the budget reported: %q", slack, rep.Verdict(), rep.Problems)
+		}
+	}
+}

@@ -68,8 +68,8 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 	w := walkRegion(fr, from, end, e.name, rep, st)
 	lim.spendInflate(w.pos - from)
 	if w.pos >= limit {
-		var one [1]byte
-		if n, _ := fr.Read(one[:]); n > 0 {
+		// through the walker's reader: it has read ahead of w.pos
+		if _, err := w.r.ReadByte(); err == nil {
 			rep.addProblem(budgetProblem(e.name, w.pos, lim))
 		}
 	}
