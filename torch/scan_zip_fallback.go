@@ -28,6 +28,7 @@ type zipFallback struct {
 	scanned map[[3]int64]bool // (data offset, size, method) already decoded
 	spent   int64             // bytes decoded so far
 	walked  bool              // the whole file was walked instead (see budget)
+	exempt  int               // data.pkl records decoded outside the budget
 }
 
 func scanZipFallback(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
@@ -44,6 +45,10 @@ func (f *zipFallback) budget(k [3]int64, name string) bool {
 		return false
 	}
 	f.scanned[k] = true
+	if isDataPkl(name) && f.exempt < maxDataPklExempt {
+		f.exempt++ // see scanZipExcept
+		return true
+	}
 	if f.spent += k[1]; f.spent > 4*f.size+(1<<20) {
 		if !f.walked {
 			f.walked = true
