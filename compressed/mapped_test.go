@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/fault"
 )
 
 // TestMappedTruncated: a compressed file that shrinks while a ReaderAt has
@@ -44,7 +45,7 @@ func TestMappedTruncated(t *testing.T) {
 			if err == nil || err == io.EOF {
 				t.Fatalf("read of a truncated mapped file: %v", err)
 			}
-			if !errors.Is(err, errMapFault) {
+			if !errors.Is(err, fault.ErrFault) {
 				t.Fatalf("want a map fault error, got %v", err)
 			}
 			if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum) {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gosafetensors/safetensors/internal/fault"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -447,12 +448,12 @@ func (r *ReaderAt) decodeFrame(i int, dst []byte, par runner) error {
 			// Blocks decoded on other goroutines need their own guard.
 			outer := par
 			par = func(n int, g func(k int) error) error {
-				return outer(n, func(k int) error { return catchFault(func() error { return g(k) }) })
+				return outer(n, func(k int) error { return fault.Catch(func() error { return g(k) }) })
 			}
 		}
-		err = catchFault(func() error { return r.decode(dst, comp, f, par) })
+		err = fault.Catch(func() error { return r.decode(dst, comp, f, par) })
 		r.mapMu.RUnlock()
-		if errors.Is(err, errMapFault) {
+		if errors.Is(err, fault.ErrFault) {
 			return fmt.Errorf("reading frame %d at byte %d: %w", i, f.coff, err)
 		}
 	} else {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/fault"
 )
 
 // block is the number of elements decoded and compared at a time.
@@ -162,7 +165,10 @@ func run(ctx context.Context, pairs []*pair, o options) error {
 					return
 				}
 				j := jobs[i]
-				if err := w.do(j); err != nil {
+				if err := fault.Catch(func() error { return w.do(j) }); err != nil {
+					if errors.Is(err, fault.ErrFault) {
+						err = fmt.Errorf("tensor %q: %w", j.p.t.Name, err)
+					}
 					cancel(err)
 					return
 				}

@@ -2,11 +2,14 @@ package stats
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/fault"
 )
 
 // Stats summarises one tensor's values.
@@ -96,7 +99,14 @@ func compute(ctx context.Context, tensors []*safetensors.Tensor, opts []Option) 
 			bl := &blocks{f32: make([]float32, block), f64: make([]float64, block)}
 			for j := range jobs {
 				t := tensors[j.ti]
-				a, err := summarise(t, buf, bl, j.off, j.end)
+				var a acc
+				err := fault.Catch(func() (err error) {
+					a, err = summarise(t, buf, bl, j.off, j.end)
+					return err
+				})
+				if errors.Is(err, fault.ErrFault) {
+					err = fmt.Errorf("tensor %q, bytes %d-%d: %w", t.Name, j.off, j.end, err)
+				}
 				if err != nil {
 					cancel(err)
 					continue

@@ -1,0 +1,35 @@
+// Package fault turns the memory fault of reading a memory-mapped file that
+// shrank underneath (SIGBUS on Linux) into an error, so that a file
+// truncated while a command reads it fails that read instead of crashing
+// the process.
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"syscall"
+)
+
+// ErrFault is wrapped by the error [Catch] returns for a memory fault. The
+// error also wraps syscall.EIO: it is a failure to read, not a verdict on
+// bytes that were read.
+var ErrFault = errors.New("memory fault reading a mapped file (was it truncated or replaced while open?)")
+
+// Catch runs f on the calling goroutine with memory faults turned into
+// panics, and returns such a fault as an error wrapping [ErrFault]. Other
+// panics are not recovered. Mapped memory read on other goroutines needs
+// its own Catch.
+func Catch(f func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			fe, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("%w: %w at address %#x", ErrFault, syscall.EIO, fe.Addr())
+		}
+	}()
+	return f()
+}
