@@ -2,7 +2,6 @@ package sharded
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,10 +53,12 @@ func median(d []time.Duration) float64 {
 //     that file only): the like-for-like baseline, since every file Split
 //     and Merge write is fsynced before it gets its name.
 //
-// The merge reads the shards the unverified split of the same iteration
-// wrote. Page cache warm for all. Reported: ratios of medians (ours /
-// baseline), the cost of verification (verified / unverified), and the
-// baselines' medians in ms.
+// Before each timed operation, outside the timing, the previous outputs are
+// removed and the file system is synced (`sync -f`), so that no operation
+// pays for another's deletions or journal. The merge reads the shards the
+// unverified split of the same iteration wrote. Page cache warm for all.
+// Reported: ratios of medians (ours / baseline), the cost of verification
+// (verified / unverified), and the baselines' medians in ms.
 //
 //	go test ./sharded/ -run '^$' -bench SplitMerge1GiB -benchtime 5x
 func BenchmarkSplitMerge1GiB(b *testing.B) {
@@ -65,62 +66,65 @@ func BenchmarkSplitMerge1GiB(b *testing.B) {
 	in := filepath.Join(dir, "in.safetensors")
 	makeBig(b, in, 16, 64<<20)
 	ctx := context.Background()
-	cpOut := filepath.Join(dir, "cp.safetensors")
-	timeCmd := func(cmds ...[]string) time.Duration {
-		t0 := time.Now()
-		for _, c := range cmds {
-			if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-				b.Fatal(err, string(out))
-			}
+	run := func(c ...string) {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			b.Fatal(err, string(out))
 		}
-		d := time.Since(t0)
-		os.Remove(cpOut)
-		return d
+	}
+	cpOut := filepath.Join(dir, "cp.safetensors")
+	merged := filepath.Join(dir, "merged.safetensors")
+	shards := filepath.Join(dir, "shards")
+	shardsV := filepath.Join(dir, "shards-verified")
+	settle := func() {
+		for _, p := range []string{cpOut, merged, shardsV} {
+			os.RemoveAll(p)
+		}
+		run("sync", "-f", dir)
+	}
+	timed := func(d *[]time.Duration, f func()) {
+		settle()
+		t0 := time.Now()
+		f()
+		*d = append(*d, time.Since(t0))
 	}
 	var cp, cpSync, split, merge, splitV, mergeV []time.Duration
 	for i := 0; i < b.N; i++ {
-		cp = append(cp, timeCmd([]string{"cp", in, cpOut}))
-		cpSync = append(cpSync, timeCmd([]string{"cp", in, cpOut}, []string{"sync", cpOut}))
-		for _, verify := range []bool{false, true} {
-			src, err := Open(ctx, in)
-			if err != nil {
-				b.Fatal(err)
-			}
-			shards := filepath.Join(dir, fmt.Sprint("shards-", verify))
-			t0 := time.Now()
-			if _, err := Split(ctx, src, shards, WithMaxShardSize(256_000_000), WithVerify(verify)); err != nil {
-				b.Fatal(err)
-			}
-			d := time.Since(t0)
-			src.Close()
-			if verify {
-				splitV = append(splitV, d)
-				os.RemoveAll(shards)
-			} else {
-				split = append(split, d)
-			}
-		}
-		m, err := Open(ctx, filepath.Join(dir, "shards-false"))
+		timed(&cp, func() { run("cp", in, cpOut) })
+		timed(&cpSync, func() { run("cp", in, cpOut); run("sync", cpOut) })
+		src, err := Open(ctx, in)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, verify := range []bool{false, true} {
-			merged := filepath.Join(dir, "merged.safetensors")
-			t0 := time.Now()
-			if _, err := Merge(ctx, m, merged, WithVerify(verify)); err != nil {
-				b.Fatal(err)
-			}
-			d := time.Since(t0)
-			os.Remove(merged)
-			if verify {
-				mergeV = append(mergeV, d)
-			} else {
-				merge = append(merge, d)
-			}
+		for _, s := range []struct {
+			d      *[]time.Duration
+			out    string
+			verify bool
+		}{{&split, shards, false}, {&splitV, shardsV, true}} {
+			timed(s.d, func() {
+				if _, err := Split(ctx, src, s.out, WithMaxShardSize(256_000_000), WithVerify(s.verify)); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		src.Close()
+		m, err := Open(ctx, shards)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range []struct {
+			d      *[]time.Duration
+			verify bool
+		}{{&merge, false}, {&mergeV, true}} {
+			timed(s.d, func() {
+				if _, err := Merge(ctx, m, merged, WithVerify(s.verify)); err != nil {
+					b.Fatal(err)
+				}
+			})
 		}
 		m.Close()
-		os.RemoveAll(filepath.Join(dir, "shards-false"))
+		os.RemoveAll(shards)
 	}
+	settle()
 	for _, base := range []struct {
 		name string
 		d    []time.Duration
