@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -143,5 +144,30 @@ func TestRemoveTemporaryAndErrorNames(t *testing.T) {
 	_, err = Create(filepath.Join(dir, "missing", "out.bin"))
 	if err == nil || strings.Contains(err.Error(), ".tmp-") || !strings.Contains(err.Error(), "does not exist") || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("error for a missing directory: %v", err)
+	}
+}
+
+// Errors of writes name the destination, not the temporary file, and
+// EFAULT (the source bytes could not be read) is explained.
+func TestWriteErrorsNameTheDestination(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "out.bin")
+	f, err := Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Abort()
+	tmp := f.File.Name()
+	f.File.Close() // every later write fails
+	_, err = f.Write([]byte("x"))
+	if err == nil || strings.Contains(err.Error(), tmp) || !strings.Contains(err.Error(), dst) {
+		t.Errorf("Write error %q: want the destination %s, not %s", err, dst, tmp)
+	}
+	if _, err := f.ReadFrom(strings.NewReader("x")); err == nil || strings.Contains(err.Error(), tmp) {
+		t.Errorf("ReadFrom error %q names the temporary file", err)
+	}
+	e := f.explain(&fs.PathError{Op: "write", Path: tmp, Err: syscall.EFAULT})
+	if !errors.Is(e, syscall.EFAULT) || !strings.Contains(e.Error(), "could not be read") || !strings.Contains(e.Error(), dst) {
+		t.Errorf("EFAULT explained as %q", e)
 	}
 }
