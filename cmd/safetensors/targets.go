@@ -50,14 +50,21 @@ func expandTargets(ctx context.Context, loc string, want func(name string) bool)
 		if err != nil {
 			return &source.IOError{Location: path, Op: "list", Err: err}
 		}
-		if !d.Type().IsRegular() {
+		if d.IsDir() {
 			return nil
 		}
+		// A symbolic link, FIFO or device named like a model is checked
+		// (opening it follows the link or reports what it is), never
+		// skipped in silence; only regular files are sniffed for content
+		// (opening a FIFO would block).
 		ok := false
-		if want != nil {
+		switch {
+		case want != nil:
 			ok = want(path)
-		} else {
+		case d.Type().IsRegular():
 			ok = slices.Contains(modelExts, strings.ToLower(filepath.Ext(path))) || looksLikeModel(path)
+		default:
+			ok = namedLikeModel(path)
 		}
 		if ok {
 			files = append(files, path)
@@ -65,6 +72,13 @@ func expandTargets(ctx context.Context, loc string, want func(name string) bool)
 		return nil
 	})
 	return files, err
+}
+
+// namedLikeModel reports whether a name alone says it is a model file: a
+// model extension or a sharded model's index.
+func namedLikeModel(path string) bool {
+	lower := strings.ToLower(path)
+	return slices.Contains(modelExts, filepath.Ext(lower)) || strings.HasSuffix(lower, ".safetensors.index.json")
 }
 
 // looksLikeModel reports whether a local file's content is one the
@@ -80,6 +94,9 @@ func looksLikeModel(path string) bool {
 // detectLocal detects a local file's format from its first bytes, as the
 // opener does; ok is false when the file cannot be read.
 func detectLocal(path string) (format source.Format, ok bool) {
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return source.Unknown, false // never open a FIFO or device to look
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return source.Unknown, false
