@@ -41,6 +41,7 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 			rep.addProblem(p)
 		}
 	}
+	selfRead := map[string]bool{} // torch names read through a link out of the archive
 	for _, ms := range lists {
 		l := newTarList(ms)
 		for i, m := range ms {
@@ -48,12 +49,18 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 				continue
 			}
 			entry := "tar member " + m.name
-			targets, notes := l.resolve(i, m.name)
+			targets, notes, outside := l.resolve(i, m.name)
 			if !tarRegular(m.typ) {
 				note(fmt.Sprintf("%s is a link or special file (type %q) pointing to %q: torch would read what it points to", entry, m.typ, m.linkname))
 			}
 			for _, n := range notes {
 				note(entry + ": " + n)
+			}
+			if tarExtracted[m.name] {
+				for _, k := range outside {
+					tarLinkOut(ms[k], m.name, entry, rep, noted)
+					selfRead[m.name] = true
+				}
 			}
 			for _, j := range targets {
 				t := ms[j]
@@ -71,6 +78,13 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 			}
 		}
 	}
+	// A link out of the archive may be /proc/self/fd/N: torch then reads
+	// the checkpoint itself, from byte 0, as that member.
+	for _, name := range []string{"storages", "tensors", "pickle"} {
+		if len(selfRead) > 0 && (selfRead[name] || name == "pickle") {
+			scanTarMember(r, 0, size, name, fmt.Sprintf("tar checkpoint read from byte 0 as member %s (through a link out of the archive)", name), lim, rep)
+		}
+	}
 	// the rest: walked for globals
 	for _, ms := range lists {
 		for _, m := range ms {
@@ -78,30 +92,90 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 				continue
 			}
 			read[[2]int64{m.dataOff, m.size}] = true
-			if n := min(max(m.size, 0), size-m.dataOff); n > 0 {
+			n := min(max(m.size, 0), size-m.dataOff)
+			if m.typ == 'S' {
+				n = sparseStoredEnd(m, size) - m.dataOff
+			}
+			if n > 0 {
 				walkAt(r, m.dataOff, 0, n, fmt.Sprintf("tar member %s (not read by torch)", m.name), rep, nil)
 			}
 		}
 	}
 }
 
+// tarExtracted are the members torch reads with tar.extract (then open):
+// a link among them is made on disk as it is, so one that leaves the
+// archive makes torch read a file of the host. "pickle" is read with
+// extractfile, which only follows links inside the archive.
+var tarExtracted = map[string]bool{"storages": true, "tensors": true}
+
+// tarLinkOut records link k, met while resolving the member torch reads
+// as name, whose target is outside the archive. torch.load (Python 3.8 to
+// 3.13 extract it without a filter) then unpickles whatever host file the
+// link names: the checkpoint itself (/proc/self/fd/N, scanned from byte 0
+// by the caller), or any file the scan cannot see. A checkpoint torch
+// wrote never holds such a link: it is reported as a not-allowed finding,
+// so the verdict is dangerous.
+func tarLinkOut(k tarMember, name, entry string, rep *ScanReport, noted map[string]bool) {
+	key := "link-out|" + name + "|" + k.linkname
+	if noted[key] {
+		return
+	}
+	noted[key] = true
+	rep.addGlobal(GlobalUse{Module: "<tar-link>", Name: clip(k.linkname), Offset: k.header, Entry: entry, Verdict: "not allowed",
+		Reason: fmt.Sprintf("tar.extract makes %q a link (type %q) to a file outside the archive, and torch.load unpickles that host file as %q: code the scan cannot see", k.name, k.typ, name)})
+}
+
 // scanTarData scans the data of member t as the member torch reads under
 // name.
 func scanTarData(r io.ReaderAt, size int64, t tarMember, name, entry string, lim *Limits, rep *ScanReport) {
-	if t.typ == 'S' {
-		// tarfile reads the content through the sparse map
-		v, ok := newSparseView(r, t.dataOff, max(t.size, 0), t.sparse)
-		switch {
-		case ok && v.holes > maxSparseHoles:
-			rep.addProblem(fmt.Sprintf("%s: its sparse map holds %d bytes of holes between data (more than %d); the stored data is scanned", entry, v.holes, maxSparseHoles))
-		case ok:
-			scanTarMember(v, 0, v.size, name, entry+" (sparse)", lim, rep)
-		default:
-			rep.addProblem(fmt.Sprintf("%s: its sparse map has negative or overflowing numbers or too many runs; the stored data is scanned", entry))
+	if t.typ != 'S' {
+		if n := min(max(t.size, 0), size-t.dataOff); n > 0 {
+			scanTarMember(r, t.dataOff, n, name, entry, lim, rep)
 		}
+		return
 	}
-	if n := min(max(t.size, 0), size-t.dataOff); n > 0 {
-		scanTarMember(r, t.dataOff, n, name, entry, lim, rep)
+	if tarExtracted[name] {
+		scanTarExtracted(r, size, t, name, entry, lim, rep)
+	}
+	// extractfile (pickle) reads the content through the sparse map
+	v, ok := newSparseView(r, t.dataOff, max(t.size, 0), t.sparse)
+	switch {
+	case ok && v.holes > maxSparseHoles:
+		rep.addProblem(fmt.Sprintf("%s: its sparse map holds %d bytes of holes between data (more than %d); the stored data is scanned", entry, v.holes, maxSparseHoles))
+	case ok:
+		scanTarMember(v, 0, v.size, name, entry+" (sparse)", lim, rep)
+	default:
+		rep.addProblem(fmt.Sprintf("%s: its sparse map has negative or overflowing numbers or too many runs; the stored data is scanned", entry))
+	}
+	// all the stored data makefile copies, in file order
+	if end := sparseStoredEnd(t, size); end > t.dataOff {
+		scanTarMember(r, t.dataOff, end-t.dataOff, name, entry+" (stored data)", lim, rep)
+	}
+}
+
+// scanTarExtracted scans sparse member t as tar.extract writes it (see
+// newExtractView): a later run overwrites an earlier one. Where holes
+// are too large to scan through, each data run is walked on its own.
+func scanTarExtracted(r io.ReaderAt, size int64, t tarMember, name, entry string, lim *Limits, rep *ScanReport) {
+	entry += " (sparse, as extracted)"
+	v, short, ok := newExtractView(r, size, t.dataOff, t.size, t.sparse)
+	if !ok {
+		rep.addProblem(fmt.Sprintf("%s: tar.extract fails on its sparse map (a negative offset or size); the stored data is scanned", entry))
+		return
+	}
+	if short {
+		rep.addProblem(fmt.Sprintf("%s: its sparse runs need more data than the file holds (tar.extract raises ReadError); what it writes first is scanned", entry))
+	}
+	if v.holes <= maxSparseHoles {
+		scanTarMember(v, 0, v.size, name, entry, lim, rep)
+		return
+	}
+	rep.addProblem(fmt.Sprintf("%s: its content holds %d bytes of holes between data (more than %d); each data run is walked on its own", entry, v.holes, maxSparseHoles))
+	for _, c := range v.runs {
+		if c.real >= 0 {
+			walkAt(r, c.real, 0, c.stop-c.start, fmt.Sprintf("%s run at %d", entry, c.start), rep, nil)
+		}
 	}
 }
 

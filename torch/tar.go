@@ -2,6 +2,7 @@ package torch
 
 import (
 	"bytes"
+	"container/heap"
 	"fmt"
 	"io"
 	"math"
@@ -49,10 +50,7 @@ func tarNum(f []byte) (int64, bool) {
 			n = n<<8 | uint64(c)
 		}
 		if f[0] == 0xff { // negative: n - 256**(len-1)
-			if len(f)-1 >= 8 && !over && n >= 1<<63 {
-				return int64(n), true // two's complement in 64 bits
-			}
-			return -1, true // some negative number
+			return tarNeg(f[1:], n), true
 		}
 		if over || n > math.MaxInt64 {
 			return math.MaxInt64, true
@@ -70,6 +68,25 @@ func tarNum(f []byte) (int64, bool) {
 		return 0, true
 	}
 	return pyIntBase8(t)
+}
+
+// tarNeg is int.from_bytes(b) - 256**len(b) for a base-256 field whose
+// first byte is 0xff (low holds the last 8 bytes of b): exact where it
+// fits in an int64; a smaller number is returned as the int64 in
+// [-2**63, -2**62) congruent to it modulo 2**62 (makefile uses a negative
+// sparse length only modulo 16 KiB, see makefileLen).
+func tarNeg(b []byte, low uint64) int64 {
+	if len(b) < 8 {
+		return int64(low) - 1<<(8*len(b))
+	}
+	hi := true
+	for _, c := range b[:len(b)-8] {
+		hi = hi && c == 0xff
+	}
+	if hi && low >= 1<<63 {
+		return int64(low) // two's complement in 64 bits
+	}
+	return math.MinInt64 + int64(low&(1<<62-1))
 }
 
 // pyIntBase8 is int(s, 8) for an already stripped s: a sign, an optional
@@ -227,6 +244,7 @@ type tarMember struct {
 	tarHeader
 	header  int64 // offset of its (first) header block
 	dataOff int64
+	stored  int64 // old GNU sparse: the header's size (of the stored data); size is the original size
 }
 
 // tarRegular reports whether tarfile treats the type as a regular file
@@ -394,4 +412,150 @@ func (v *sparseView) ReadAt(p []byte, off int64) (int, error) {
 		off += int64(k)
 	}
 	return n, nil
+}
+
+// tarCopyBuf is the buffer of tarfile's copyfileobj (TarFile.copybufsize
+// is None): a negative length copies length mod tarCopyBuf bytes.
+const tarCopyBuf = 16 << 10
+
+// makefileLen is the number of bytes copyfileobj copies for a sparse
+// struct's length n.
+func makefileLen(n int64) int64 {
+	if n < 0 {
+		return (n%tarCopyBuf + tarCopyBuf) % tarCopyBuf
+	}
+	return n
+}
+
+// sparseStoredEnd is the end of the data an old GNU sparse member's
+// makefile reads from the file: the header's size, or the sum of the runs
+// where that is larger (copyfileobj reads on into what follows), clipped
+// to the file.
+func sparseStoredEnd(m tarMember, fileSize int64) int64 {
+	n := max(m.stored, 0)
+	sum := int64(0)
+	for _, s := range m.sparse {
+		k := makefileLen(s[1])
+		if sum > math.MaxInt64-k {
+			sum = math.MaxInt64
+			break
+		}
+		sum += k
+	}
+	n = max(n, sum)
+	if m.dataOff > fileSize || n > fileSize-m.dataOff {
+		return fileSize
+	}
+	return m.dataOff + n
+}
+
+// newExtractView is the content of an old GNU sparse member as
+// tar.extract writes it to disk, which is how torch reads "storages" and
+// "tensors" (TarFile.makefile, the same in Python 3.8 to 3.13): the
+// stored data is copied run after run, each run written at its offset
+// after target.seek (so a later run overwrites an earlier one: the last
+// write wins, unlike _FileInFile), positions no run wrote are zeros, and
+// the file is truncated or extended to the original size. Holes are not
+// materialised. short reports that the stored data ends before the runs do
+// (makefile raises ReadError: torch fails, but the view holds what was
+// written). ok is false where makefile raises before writing anything
+// useful (a negative offset or original size, an overflowing run).
+func newExtractView(r io.ReaderAt, fileSize, dataOff, size int64, structs [][2]int64) (v *sparseView, short, ok bool) {
+	if size < 0 {
+		return nil, false, false
+	}
+	type write struct{ off, end, real int64 }
+	var ws []write
+	real := dataOff
+	for _, s := range structs {
+		off, n := s[0], makefileLen(s[1])
+		if off < 0 || off > math.MaxInt64-n {
+			return nil, false, false // seek raises
+		}
+		if real >= fileSize {
+			short = n > 0
+			break
+		}
+		if n > fileSize-real {
+			n, short = fileSize-real, true
+		}
+		if n > 0 && off < size {
+			ws = append(ws, write{off, min(off+n, size), real})
+		}
+		real += n
+		if short {
+			break
+		}
+	}
+	// sweep the boundaries; at each, the write with the highest index
+	// covering it is what the file holds
+	bounds := []int64{0, size}
+	for _, w := range ws {
+		bounds = append(bounds, w.off, w.end)
+	}
+	sort.Slice(bounds, func(i, j int) bool { return bounds[i] < bounds[j] })
+	order := make([]int, len(ws))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return ws[order[i]].off < ws[order[j]].off })
+	v = &sparseView{r: r}
+	h := &intMaxHeap{}
+	next := 0
+	for b := 0; b+1 < len(bounds); b++ {
+		p, q := bounds[b], bounds[b+1]
+		if p == q {
+			continue
+		}
+		for next < len(order) && ws[order[next]].off <= p {
+			heap.Push(h, order[next])
+			next++
+		}
+		for h.Len() > 0 && ws[(*h)[0]].end <= p {
+			heap.Pop(h)
+		}
+		run := sparseRun{p, q, -1}
+		if h.Len() > 0 {
+			w := ws[(*h)[0]]
+			run.real = w.real + (p - w.off)
+		}
+		if k := len(v.runs) - 1; k >= 0 {
+			if last := &v.runs[k]; (last.real < 0 && run.real < 0) || (last.real >= 0 && run.real == last.real+(last.stop-last.start)) {
+				last.stop = q
+				continue
+			}
+		}
+		v.runs = append(v.runs, run)
+	}
+	// zeros after the last data run: one block of them keeps the parse
+	for len(v.runs) > 0 && v.runs[len(v.runs)-1].real < 0 {
+		v.runs = v.runs[:len(v.runs)-1]
+	}
+	if len(v.runs) > 0 {
+		v.size = v.runs[len(v.runs)-1].stop
+		if size > v.size {
+			v.runs = append(v.runs, sparseRun{v.size, v.size + min(size-v.size, tarBlock), -1})
+			v.size = v.runs[len(v.runs)-1].stop
+		}
+	}
+	for _, c := range v.runs {
+		if c.real < 0 {
+			v.holes += c.stop - c.start
+		}
+	}
+	return v, short, true
+}
+
+// intMaxHeap is a max-heap of write indices.
+type intMaxHeap []int
+
+func (h intMaxHeap) Len() int           { return len(h) }
+func (h intMaxHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h intMaxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intMaxHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intMaxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

@@ -1,5 +1,10 @@
 package torch
 
+import (
+	"encoding/binary"
+	"slices"
+)
+
 // tarCraftedFiles are the red-team round 3 (F1) tar checkpoints torch
 // would execute, each a regression file of testdata/crafted: a scan that
 // reads them differently from torch and tarfile says invalid, not
@@ -13,7 +18,16 @@ func tarCraftedFiles() []craftedEntry {
 		return craftedEntry{Name: name, Class: "container-polyglot", Attack: attack, ScanVerdict: "dangerous", Globals: sys,
 			Entry: entry, Offset: off(offset), Convert: "refuse", ConvertErr: "not allowed", data: data}
 	}
+	sparse, sparseAt := tarSparseOverwrite()
+	self, selfAt := tarSymlinkSelfFD()
 	return []craftedEntry{
+		e("tar_sparse_storages_overwrite.tar",
+			"member storages is old GNU sparse with two runs at offset 0: tar.extract (TarFile.makefile) writes them in turn, so the second, a count pickle running posix.system, overwrites the first, a benign count; the original size keeps the first run's tail (the views pickle, then a BINBYTES swallowing the second run for a reader of the stored data). _FileInFile (extractfile) reads the first run",
+			"tar member storages (sparse, as extracted)", sparseAt, sparse),
+		{Name: "tar_symlink_storages_selffd.tar", Class: "container-polyglot", ScanVerdict: "dangerous", Globals: slices.Concat(sys, []string{"<tar-link>./proc/self/fd/3"}),
+			Attack: "member storages is a symbolic link to /proc/self/fd/3: tar.extract makes the link and torch reads the checkpoint itself from byte 0 as storages: the count and storage-argument pickles in the first header's name, the numel after them, raw bytes over the header and a BINBYTES gadget, then the views pickle posix.system. Any link of storages or tensors out of the archive is reported as the not-allowed <tar-link>",
+			Entry:  "tar checkpoint read from byte 0 as member storages (through a link out of the archive)", Offset: off(selfAt),
+			Convert: "refuse", ConvertErr: "not allowed", data: self},
 		e("tar_tensors_one_pickle_per_record.tar",
 			"member tensors as torch's legacy_load reads it: one pickle (key, storage id, tensor type) per record, then int32 ndim, 4 ignored bytes, sizes, strides, storage offset; the ignored bytes are a STOP and a BINBYTES swallowing the second record's argument pickle, posix.system, for a reader expecting two pickles per record",
 			"tar member tensors", at,
@@ -35,4 +49,39 @@ func tarCraftedFiles() []craftedEntry {
 			"tar member pickle (link to d/payload)", 2,
 			tarBase(gadgetMember("d/payload", p), tarLink("d/h", "1", "d/./payload"), tarLink("d/x", "2", "h"), tarLink("pickle", "2", "d/x"))),
 	}
+}
+
+// tarSparseOverwrite is the red-team A1 layout: "storages" is an old GNU
+// sparse member whose two runs both start at offset 0. It returns the
+// file and the offset of posix.system in the extracted content.
+func tarSparseOverwrite() ([]byte, int) {
+	d2 := cat(0x80, 2, systemCall, "0K\x00.")                          // runs the payload, returns count 0
+	a := cat(0x80, 2, hStr(repeat("a", len(systemCall)-5)), "0K\x00.") // count 0, as long
+	d1 := cat(a, hPickle("]"), 0x80, 2, "B", le32(uint32(len(d2))))    // views [], then a gadget
+	stored := cat(d1, d2)
+	hdr := sparseHdr("storages", int64(len(stored)), int64(len(d1)), [][2]int64{{0, int64(len(d1))}, {0, int64(len(d2))}}, false)
+	return cat(hdr, pad512(stored), ustarMember("tensors", tarTensors0), ustarMember("pickle", hPickle("}")), tarEnd), 2
+}
+
+// tarSymlinkSelfFD is the red-team A2 layout: "storages" is a symlink to
+// /proc/self/fd/3, and the file read from byte 0 is a storages stream. It
+// returns the file and the offset of posix.system in it.
+func tarSymlinkSelfFD() ([]byte, int) {
+	pay := systemPickle()
+	name0 := cat("I1\n.", "(S'k'\nS'cpu'\nctorch\nFloatStorage\nt.")
+	p0 := len(name0) + 8 // the storage's raw bytes start here
+	pre := cat(0x80, 2, "B", le32(uint32(64+len(pay))))
+	pre = append(pre, make([]byte, 64-len(pre)-7)...)
+	at := tarBlock + len(pre)
+	for (at-p0)%4 != 0 || ((at-p0)/4)&0xff != 0x90 { // no NUL ends the name early
+		pre = append(pre, 0)
+		at++
+	}
+	binary.LittleEndian.PutUint32(pre[3:], uint32(len(pre)-7+len(pay)+16)) // the gadget swallows the payload
+	body := cat(pre, pay, make([]byte, 80))
+	h := ustarHdr("x", len(body), "0", "")
+	clear(h[:100])
+	copy(h, cat(name0, binary.LittleEndian.AppendUint64(nil, uint64((at-p0)/4))))
+	setTarChecksum(h, false)
+	return cat(h, pad512(body), tarLink("storages", "2", "/proc/self/fd/3"), tarEnd), at + 2
 }

@@ -109,8 +109,11 @@ func (l *tarList) linkTarget(i int) (j int, want string) {
 // which it reads under the name torchName: i itself if it holds data, else
 // what its link chain leads to. When torch extracts "tensors", "storages"
 // is already on disk, so a link to it reads the extracted (last)
-// "storages" as well. notes explain links that lead nowhere.
-func (l *tarList) resolve(i int, torchName string) (out []int, notes []string) {
+// "storages" as well. notes explain links that lead nowhere; outside are
+// the indices of the links on the way whose target is outside the archive
+// (absolute, or above it): tar.extract makes such a link as it is, and
+// torch then opens a file of the host through it.
+func (l *tarList) resolve(i int, torchName string) (out []int, notes []string, outside []int) {
 	ms := l.ms
 	visited := map[int]bool{}
 	var visit func(i, depth int)
@@ -137,6 +140,7 @@ func (l *tarList) resolve(i int, torchName string) (out []int, notes []string) {
 		j, want := l.linkTarget(i)
 		if strings.HasPrefix(want, "/") || want == ".." || strings.HasPrefix(want, "../") {
 			notes = append(notes, "the link "+strconv.Quote(m.linkname)+" points outside the archive (torch would read a file of the host)")
+			outside = append(outside, i)
 		}
 		if j >= 0 {
 			visit(j, depth+1)
@@ -148,5 +152,5 @@ func (l *tarList) resolve(i int, torchName string) (out []int, notes []string) {
 		}
 	}
 	visit(i, 0)
-	return out, notes
+	return out, notes, outside
 }

@@ -209,6 +209,7 @@ func (t *tarLister) procSparse(m *tarMember) (*tarMember, tarHeaderErr) {
 	}
 	m.sparse, t.pos, m.dataOff = structs, dataOff, dataOff
 	t.offset = dataOff + t.blockUp(m.size)
+	m.stored = m.size
 	m.size = m.origSize
 	return m, tarOK
 }

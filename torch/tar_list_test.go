@@ -269,7 +269,7 @@ func TestTarLinksMatchPython(t *testing.T) {
 					if m.name != name {
 						continue
 					}
-					targets, _ := l.resolve(k, name)
+					targets, _, _ := l.resolve(k, name)
 					for _, j := range targets {
 						d := c[ms[j].dataOff:min(int64(len(c)), ms[j].dataOff+ms[j].size)]
 						found = found || bytes.Equal(d, wb)
@@ -424,7 +424,7 @@ func FuzzTarList(f *testing.F) {
 		for _, ms := range lists {
 			l := newTarList(ms)
 			for i := range ms {
-				out, _ := l.resolve(i, "tensors")
+				out, _, _ := l.resolve(i, "tensors")
 				for _, j := range out {
 					if j < 0 || j >= len(ms) || !tarRegular(ms[j].typ) {
 						t.Fatalf("resolved %d to %d", i, j)
