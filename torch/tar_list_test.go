@@ -411,7 +411,9 @@ func TestTarLinkCasesDangerous(t *testing.T) {
 // FuzzTarList scans mutated extension-header and link layouts: no panic,
 // no hang, and every member torch reads resolves within bounds.
 func FuzzTarList(f *testing.F) {
-	for _, c := range slices.Concat(tarListCases(), tarLinkCases()) {
+	sp, _ := tarSparseOverwrite()
+	self, _ := tarSymlinkSelfFD()
+	for _, c := range slices.Concat(tarListCases(), tarLinkCases(), tarExtractCases(), [][]byte{sp, self}) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -433,4 +435,42 @@ func FuzzTarList(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTarLinkOutOfArchive: a link of a member torch extracts (storages,
+// tensors) out of the archive makes torch unpickle a host file: it is the
+// not-allowed <tar-link> finding, and the file is also scanned from byte 0
+// as that member. extractfile ("pickle") does not follow such a link
+// (KeyError): invalid, not dangerous, as a benign tar is (tar checkpoints
+// are not supported).
+func TestTarLinkOutOfArchive(t *testing.T) {
+	pk := ustarMember("pickle", hPickle("}"))
+	cases := []struct {
+		f    []byte
+		want string
+		name string
+	}{
+		{tarBase(pk), VerdictInvalid, ""},
+		{cat(tarLink("storages", "2", "/etc/passwd"), ustarMember("tensors", tarTensors0), pk, tarEnd), VerdictDangerous, "<tar-link>./etc/passwd"},
+		{cat(ustarMember("storages", tarStorages0), tarLink("tensors", "1", "../../x"), pk, tarEnd), VerdictDangerous, "<tar-link>.../../x"},
+		{cat(tarLink("s", "2", "/proc/self/fd/3"), ustarMember("storages", tarStorages0), tarLink("tensors", "2", "s"), pk, tarEnd), VerdictDangerous, "<tar-link>./proc/self/fd/3"},
+		{tarBase(tarLink("pickle", "2", "/etc/passwd")), VerdictInvalid, ""},
+	}
+	for i, c := range cases {
+		rep, err := Scan(bytes.NewReader(c.f), int64(len(c.f)), "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict() != c.want || (c.name != "" && !slices.Contains(rep.NotAllowed(), c.name)) {
+			t.Errorf("case %d: verdict %s, globals %v, problems %q", i, rep.Verdict(), rep.NotAllowed(), rep.Problems)
+		}
+	}
+	f, _ := tarSymlinkSelfFD()
+	rep, err := Scan(bytes.NewReader(f), int64(len(f)), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rep.NotAllowed(), "posix.system") {
+		t.Errorf("self fd: globals %v, problems %q", rep.NotAllowed(), rep.Problems)
+	}
 }
