@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // tarReadByTorch are the members torch's legacy tar loader extracts and
@@ -171,12 +172,39 @@ func scanTarExtracted(r io.ReaderAt, size int64, t tarMember, name, entry string
 		scanTarMember(v, 0, v.size, name, entry, lim, rep)
 		return
 	}
-	rep.addProblem(fmt.Sprintf("%s: its content holds %d bytes of holes between data (more than %d); each data run is walked on its own", entry, v.holes, maxSparseHoles))
+	rep.addProblem(fmt.Sprintf("%s: its content holds %d bytes of holes between data (more than %d); it is walked for globals, skipping the largest holes", entry, v.holes, maxSparseHoles))
+	walkSparse(v, entry, rep)
+}
+
+// walkSparse walks the content of v for globals in segments: the zeros of
+// holes are walked through while they total at most maxSparseHoles
+// (smallest first), and the larger holes split the content.
+func walkSparse(v *sparseView, entry string, rep *ScanReport) {
+	var holes []int64
 	for _, c := range v.runs {
-		if c.real >= 0 {
-			walkAt(r, c.real, 0, c.stop-c.start, fmt.Sprintf("%s run at %d", entry, c.start), rep, nil)
+		if c.real < 0 {
+			holes = append(holes, c.stop-c.start)
 		}
 	}
+	slices.Sort(holes)
+	limit, sum := int64(-1), int64(0) // holes up to limit are walked
+	for i, h := range holes {
+		if h > maxSparseHoles-sum {
+			break
+		}
+		sum += h
+		if i+1 == len(holes) || holes[i+1] != h {
+			limit = h
+		}
+	}
+	from := int64(0)
+	for _, c := range v.runs {
+		if c.real < 0 && c.stop-c.start > limit {
+			walkAt(v, 0, from, c.start, entry, rep, nil)
+			from = c.stop
+		}
+	}
+	walkAt(v, 0, from, v.size, entry, rep, nil)
 }
 
 // maxSparseHoles bounds the zeros of a sparse member's holes that are

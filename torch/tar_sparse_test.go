@@ -364,7 +364,7 @@ func TestTarSparseExtractMatchesPython(t *testing.T) {
 // are scanned through, each run is walked and the verdict is never clean.
 func TestTarSparseExtractScanned(t *testing.T) {
 	f, _ := tarSparseOverwrite()
-	for _, c := range [][]byte{f, tarSparseHoles(false), tarSparseHoles(true)} {
+	for _, c := range [][]byte{f, tarSparseHoles(false), tarSparseHoles(true), tarSparseSplit()} {
 		rep, err := Scan(bytes.NewReader(c), int64(len(c)), "f")
 		if err != nil {
 			t.Fatal(err)
@@ -391,5 +391,22 @@ func tarSparseHoles(huge bool) []byte {
 	at := int64(len(head)) + 8 + numel
 	stored := cat(r1, p)
 	hdr := sparseHdr("storages", int64(len(stored)), at+int64(len(p)), [][2]int64{{0, int64(len(r1))}, {at, int64(len(p))}}, false)
+	return cat(hdr, pad512(stored), ustarMember("tensors", tarTensors0), ustarMember("pickle", hPickle("}")), tarEnd)
+}
+
+// tarSparseSplit: past a hole larger than maxSparseHoles, the payload is
+// two adjacent runs stored in reverse order (neither run, nor the stored
+// data, holds it whole).
+func tarSparseSplit() []byte {
+	head := cat(hPickle("K\x01"), hPickle("(", hStr("s0"), hStr("cpu"), "ctorch\nByteStorage\nt"))
+	gap := int64(maxSparseHoles + 1<<20)
+	numel := gap + 64 - int64(len(head)) - 8
+	r1 := cat(head, binary.LittleEndian.AppendUint64(nil, uint64(numel)))
+	p := systemPickle()
+	h := 6 // inside "cposix\n"
+	at := int64(len(r1)) + numel
+	stored := cat(r1, p[h:], p[:h])
+	hdr := sparseHdr("storages", int64(len(stored)), at+int64(len(p)),
+		[][2]int64{{0, int64(len(r1))}, {at + int64(h), int64(len(p) - h)}, {at, int64(h)}}, false)
 	return cat(hdr, pad512(stored), ustarMember("tensors", tarTensors0), ustarMember("pickle", hPickle("}")), tarEnd)
 }
