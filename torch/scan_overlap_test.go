@@ -7,32 +7,47 @@ import (
 	"testing"
 )
 
-// storedLocal is a STORED local file header for name and data.
-func storedLocal(name string, data []byte) []byte {
+// zipLocal is a local file header for data stored with method (0 STORED,
+// 8 DEFLATE) that inflates to usize bytes with the given CRC.
+func zipLocal(name string, method uint16, data []byte, usize, crc uint32) []byte {
 	h := binary.LittleEndian.AppendUint32(nil, sigLocal)
 	h = binary.LittleEndian.AppendUint16(h, 20)
-	h = append(h, 0, 0, 0, 0, 0, 0, 0, 0) // flags, method, time, date
-	h = binary.LittleEndian.AppendUint32(h, crc32.ChecksumIEEE(data))
-	h = binary.LittleEndian.AppendUint32(h, uint32(len(data)))
-	h = binary.LittleEndian.AppendUint32(h, uint32(len(data)))
-	h = binary.LittleEndian.AppendUint16(h, uint16(len(name)))
 	h = binary.LittleEndian.AppendUint16(h, 0)
+	h = binary.LittleEndian.AppendUint16(h, method)
+	h = binary.LittleEndian.AppendUint32(h, 0) // time, date
+	h = zipSizes(h, name, data, usize, crc)
+	h = append(h, 0, 0) // no extra field
 	return append(h, name...)
 }
 
-// storedCentral is the central directory entry for it, at offset off.
-func storedCentral(name string, data []byte, off int) []byte {
+// zipCentral is the central directory entry for it, at offset off.
+func zipCentral(name string, method uint16, data []byte, usize, crc uint32, off int) []byte {
 	c := binary.LittleEndian.AppendUint32(nil, sigCentral)
 	c = binary.LittleEndian.AppendUint16(c, 20)
 	c = binary.LittleEndian.AppendUint16(c, 20)
-	c = append(c, 0, 0, 0, 0, 0, 0, 0, 0)
-	c = binary.LittleEndian.AppendUint32(c, crc32.ChecksumIEEE(data))
-	c = binary.LittleEndian.AppendUint32(c, uint32(len(data)))
-	c = binary.LittleEndian.AppendUint32(c, uint32(len(data)))
-	c = binary.LittleEndian.AppendUint16(c, uint16(len(name)))
-	c = append(c, make([]byte, 12)...)
+	c = binary.LittleEndian.AppendUint16(c, 0)
+	c = binary.LittleEndian.AppendUint16(c, method)
+	c = binary.LittleEndian.AppendUint32(c, 0)
+	c = zipSizes(c, name, data, usize, crc)
+	c = append(c, make([]byte, 12)...) // extra and comment lengths, disk, attributes
 	c = binary.LittleEndian.AppendUint32(c, uint32(off))
 	return append(c, name...)
+}
+
+// zipSizes appends the CRC, sizes and name length both headers share.
+func zipSizes(h []byte, name string, data []byte, usize, crc uint32) []byte {
+	h = binary.LittleEndian.AppendUint32(h, crc)
+	h = binary.LittleEndian.AppendUint32(h, uint32(len(data)))
+	h = binary.LittleEndian.AppendUint32(h, usize)
+	return binary.LittleEndian.AppendUint16(h, uint16(len(name)))
+}
+
+func storedLocal(name string, data []byte) []byte {
+	return zipLocal(name, 0, data, uint32(len(data)), crc32.ChecksumIEEE(data))
+}
+
+func storedCentral(name string, data []byte, off int) []byte {
+	return zipCentral(name, 0, data, uint32(len(data)), crc32.ChecksumIEEE(data), off)
 }
 
 // Red-team round 4 (B2): STORED members nested in each other (a.pkl's
