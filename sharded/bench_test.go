@@ -53,13 +53,12 @@ func median(d []time.Duration) float64 {
 //     that file only): the like-for-like baseline, since every file Split
 //     and Merge write is fsynced before it gets its name.
 //
-// Nothing is removed between timed operations: on a file system mounted
-// with online discard, whoever commits the journal after a deletion pays
-// for the discards, which would favour whichever operation follows no
-// deletion. Each iteration's outputs are removed at its end, then the file
-// system is synced (`sync -f`) and left alone for a second, untimed. The
-// merge reads the shards the unverified split of the same iteration wrote.
-// Page cache warm for all.
+// Before each timed operation, untimed, the outputs no longer needed are
+// removed, the file system is synced (`sync -f`) and left alone for a
+// second: on a file system mounted with online discard, whoever commits the
+// journal after a deletion pays for the discards, and every operation must
+// start from the same state. The merge reads the shards the unverified
+// split of the same iteration wrote. Page cache warm for all.
 // Reported: ratios of medians (ours / baseline), the cost of verification
 // (verified / unverified), and the baselines' medians in ms.
 //
@@ -80,23 +79,25 @@ func BenchmarkSplitMerge1GiB(b *testing.B) {
 	mergedV := filepath.Join(dir, "merged-verified.safetensors")
 	shards := filepath.Join(dir, "shards")
 	shardsV := filepath.Join(dir, "shards-verified")
-	cleanup := func() {
+	settle := func(keep string) {
 		for _, p := range []string{cpOut, cpSyncOut, merged, mergedV, shards, shardsV} {
-			os.RemoveAll(p)
+			if p != keep {
+				os.RemoveAll(p)
+			}
 		}
 		run("sync", "-f", dir)
 		time.Sleep(time.Second)
 	}
-	timed := func(d *[]time.Duration, f func()) {
+	timed := func(d *[]time.Duration, keep string, f func()) {
+		settle(keep)
 		t0 := time.Now()
 		f()
 		*d = append(*d, time.Since(t0))
 	}
 	var cp, cpSync, split, merge, splitV, mergeV []time.Duration
-	cleanup()
 	for i := 0; i < b.N; i++ {
-		timed(&cp, func() { run("cp", in, cpOut) })
-		timed(&cpSync, func() { run("cp", in, cpSyncOut); run("sync", cpSyncOut) })
+		timed(&cp, "", func() { run("cp", in, cpOut) })
+		timed(&cpSync, "", func() { run("cp", in, cpSyncOut); run("sync", cpSyncOut) })
 		src, err := Open(ctx, in)
 		if err != nil {
 			b.Fatal(err)
@@ -105,8 +106,9 @@ func BenchmarkSplitMerge1GiB(b *testing.B) {
 			d      *[]time.Duration
 			out    string
 			verify bool
-		}{{&split, shards, false}, {&splitV, shardsV, true}} {
-			timed(s.d, func() {
+			keep   string
+		}{{&split, shards, false, ""}, {&splitV, shardsV, true, shards}} {
+			timed(s.d, s.keep, func() {
 				if _, err := Split(ctx, src, s.out, WithMaxShardSize(256_000_000), WithVerify(s.verify)); err != nil {
 					b.Fatal(err)
 				}
@@ -122,15 +124,15 @@ func BenchmarkSplitMerge1GiB(b *testing.B) {
 			out    string
 			verify bool
 		}{{&merge, merged, false}, {&mergeV, mergedV, true}} {
-			timed(s.d, func() {
+			timed(s.d, shards, func() {
 				if _, err := Merge(ctx, m, s.out, WithVerify(s.verify)); err != nil {
 					b.Fatal(err)
 				}
 			})
 		}
 		m.Close()
-		cleanup()
 	}
+	settle("")
 	for _, base := range []struct {
 		name string
 		d    []time.Duration
