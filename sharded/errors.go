@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gosafetensors/safetensors"
 )
 
 // Sentinel errors. Problems with what an index or a shard says are
@@ -22,10 +24,15 @@ var (
 	ErrNoModel = errors.New("no model found")
 	// ErrExists: an output exists and overwriting was not asked for.
 	ErrExists = errors.New("output exists")
+	// ErrOutputIsInput: an output would replace a file the source reads
+	// (a shard or the index), even with overwriting allowed.
+	ErrOutputIsInput = errors.New("output is one of the inputs")
 	// ErrVerify: a written file did not read back as what was written.
 	ErrVerify = errors.New("verification failed")
-	// ErrOption: an option was given an invalid value.
-	ErrOption = errors.New("invalid option")
+	// ErrOption: an option was given an invalid value (a nil option
+	// included). It is safetensors.ErrOption, the sentinel every package
+	// of the module wraps.
+	ErrOption = safetensors.ErrOption
 )
 
 // IndexError describes what is wrong with an index or with a shard it

@@ -23,7 +23,7 @@ func Merge(ctx context.Context, src safetensors.Source, out string, opts ...Writ
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFree([]string{out}, o.overwrite); err != nil {
+	if err := checkFree(src, []string{out}, o.overwrite); err != nil {
 		return nil, err
 	}
 	c := &copier{ctx: ctx, src: src, opt: o}

@@ -60,6 +60,9 @@ func WithConcurrency(n int) OpenOption {
 func buildOpenOptions(opts []OpenOption) (openOptions, error) {
 	o := openOptions{concurrency: DefaultConcurrency, maxShards: DefaultMaxShards}
 	for _, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("%w: nil OpenOption", ErrOption)
+		}
 		if err := opt(&o); err != nil {
 			return o, err
 		}
@@ -107,6 +110,9 @@ var _ safetensors.Source = (*Model)(nil)
 // (*.index.json, or any file whose content starts with '{'), or a single
 // safetensors file.
 func Open(ctx context.Context, path string, opts ...OpenOption) (*Model, error) {
+	if _, err := buildOpenOptions(opts); err != nil {
+		return nil, err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err

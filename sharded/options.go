@@ -15,6 +15,9 @@ type writeOptions struct {
 func buildWriteOptions(opts []WriteOption) (writeOptions, error) {
 	o := writeOptions{maxShardSize: DefaultMaxShardSize, verify: true}
 	for _, opt := range opts {
+		if opt == nil {
+			return o, fmt.Errorf("%w: nil WriteOption", ErrOption)
+		}
 		if err := opt(&o); err != nil {
 			return o, err
 		}

@@ -95,7 +95,7 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 	} else {
 		paths = append(paths, filepath.Join(outDir, IndexName))
 	}
-	if err := checkFree(paths, o.overwrite); err != nil {
+	if err := checkFree(src, paths, o.overwrite); err != nil {
 		return nil, err
 	}
 	if _, err := os.Lstat(other); err == nil {
@@ -189,17 +189,12 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 			return nil, err
 		}
 	}
-	for i, f := range pending {
-		if beforeCommit != nil {
-			beforeCommit(paths[i])
-		}
-		if err := f.Commit(); err != nil {
-			for _, p := range paths[:i] {
-				os.Remove(p)
-			}
-			abort()
-			return nil, fmt.Errorf("%s: %w", paths[i], err)
-		}
+	// One group: an interrupting signal (see atomicfile.RemoveTemporary)
+	// finds all of the files renamed or none, and the directory is synced
+	// once, not once per shard.
+	if err := atomicfile.CommitAll(pending, beforeCommit); err != nil {
+		abort()
+		return nil, err
 	}
 	return res, nil
 }

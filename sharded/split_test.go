@@ -556,3 +556,42 @@ func TestSplitOverwriteNeverMixes(t *testing.T) {
 		t.Errorf("directory holds %q", got)
 	}
 }
+
+// An output that is a file the source reads (a shard, the index, the
+// single input file) is refused even with overwriting: renaming over it
+// would leave the model broken (red-team round 4).
+func TestOutputIsInputRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := twoShardDir(t)
+	m, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	shards := m.Shards()
+	for _, out := range []string{filepath.Join(dir, shards[0].Name), filepath.Join(dir, shards[1].Name), filepath.Join(dir, IndexName)} {
+		before, _ := os.ReadFile(out)
+		if _, err := Merge(ctx, m, out, WithOverwrite(true)); !errors.Is(err, ErrOutputIsInput) {
+			t.Errorf("merge into %s: %v, want ErrOutputIsInput", filepath.Base(out), err)
+		}
+		if after, _ := os.ReadFile(out); !bytes.Equal(before, after) {
+			t.Errorf("%s changed", out)
+		}
+	}
+	if _, err := Split(ctx, m, dir, WithOverwrite(true), WithMaxShardSize(1)); !errors.Is(err, ErrOutputIsInput) {
+		t.Errorf("split into the model's own directory: %v, want ErrOutputIsInput", err)
+	}
+	// a single file split into its own directory as one shard
+	single := filepath.Join(t.TempDir(), SingleName)
+	if _, err := Merge(ctx, m, single); err != nil {
+		t.Fatal(err)
+	}
+	sm, err := Open(ctx, single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+	if _, err := Split(ctx, sm, filepath.Dir(single), WithOverwrite(true)); !errors.Is(err, ErrOutputIsInput) {
+		t.Errorf("split of %s onto itself: %v, want ErrOutputIsInput", single, err)
+	}
+}

@@ -287,8 +287,11 @@ func sameInfo(a, b safetensors.TensorInfo) bool {
 	return a.Name == b.Name && a.DType == b.DType && slices.Equal(a.Shape, b.Shape) && a.DataOffsets == b.DataOffsets
 }
 
-// checkFree refuses outputs that exist unless overwriting is allowed.
-func checkFree(paths []string, overwrite bool) error {
+// checkFree refuses outputs that exist unless overwriting is allowed, and
+// outputs that are files src reads (its shards, its index) in any case:
+// renaming over one would leave the model broken.
+func checkFree(src safetensors.Source, paths []string, overwrite bool) error {
+	var existing []os.FileInfo
 	for _, p := range paths {
 		_, err := os.Lstat(p)
 		switch {
@@ -297,8 +300,50 @@ func checkFree(paths []string, overwrite bool) error {
 		case err != nil && !errors.Is(err, os.ErrNotExist):
 			return err
 		}
+		if st, err := os.Stat(p); err == nil {
+			existing = append(existing, st)
+		} else {
+			existing = append(existing, nil)
+		}
+	}
+	for _, in := range inputFiles(src) {
+		for i, st := range existing {
+			if st != nil && os.SameFile(st, in.st) {
+				return fmt.Errorf("%w: %s is %s, which %s reads", ErrOutputIsInput, paths[i], in.name, sourceName(src))
+			}
+		}
 	}
 	return nil
+}
+
+type inputFile struct {
+	name string
+	st   os.FileInfo
+}
+
+// inputFiles returns the local files src reads: the files holding its
+// tensors and, for a Model, its index.
+func inputFiles(src safetensors.Source) []inputFile {
+	var out []inputFile
+	seen := map[*os.File]bool{}
+	if fb, ok := src.(FileBacked); ok {
+		for _, n := range src.Names() {
+			f, _, ok := fb.TensorFile(n)
+			if !ok || seen[f] {
+				continue
+			}
+			seen[f] = true
+			if st, err := f.Stat(); err == nil {
+				out = append(out, inputFile{f.Name(), st})
+			}
+		}
+	}
+	if m, ok := src.(*Model); ok && m.index != nil {
+		if st, err := os.Stat(m.name); err == nil {
+			out = append(out, inputFile{m.name, st})
+		}
+	}
+	return out
 }
 
 func sourceName(src safetensors.Source) string {

@@ -202,3 +202,83 @@ func syncDir(dir string) {
 	d.Sync()
 	d.Close()
 }
+
+// CommitAll commits files as one group: each is synced and closed, then all
+// are renamed over their destinations, in order, while holding the lock
+// RemoveTemporary takes, so that an interrupting signal sees either none of
+// them renamed (and removes every temporary file) or all of them; each
+// directory is synced once at the end. before, if not nil, is called before
+// each rename (tests use it to inspect what a crash there would leave). On
+// an error the files not yet renamed are removed, and the destinations
+// already renamed in this call are removed too: a failed group leaves
+// nothing new behind (what they replaced is gone). Files written directly
+// (see Create) are only closed.
+func CommitAll(files []*File, before func(path string)) error {
+	var err error
+	for _, f := range files {
+		if f.done {
+			err = os.ErrClosed
+			break
+		}
+		if f.direct {
+			continue
+		}
+		if err = f.File.Sync(); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		abortAll(files)
+		return err
+	}
+	var renamed []string
+	dirs := map[string]bool{}
+	liveMu.Lock()
+	for _, f := range files {
+		if f.direct {
+			f.done = true
+			f.File.Close()
+			continue
+		}
+		if shutdown {
+			err = errors.New("atomicfile: the process is exiting")
+			break
+		}
+		if before != nil {
+			before(f.path)
+		}
+		tmp := f.File.Name()
+		if err = f.File.Close(); err == nil {
+			err = os.Rename(tmp, f.path)
+		}
+		if err != nil {
+			err = fmt.Errorf("%s: %w", f.path, err)
+			break
+		}
+		f.done = true
+		delete(live, tmp)
+		renamed = append(renamed, f.path)
+		dirs[filepath.Dir(f.path)] = true
+	}
+	if err != nil {
+		for _, p := range renamed {
+			os.Remove(p)
+		}
+	}
+	liveMu.Unlock()
+	if err != nil {
+		abortAll(files)
+		return err
+	}
+	for d := range dirs {
+		syncDir(d)
+	}
+	return nil
+}
+
+// abortAll aborts every file not yet committed.
+func abortAll(files []*File) {
+	for _, f := range files {
+		f.Abort()
+	}
+}

@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -169,5 +170,55 @@ func TestWriteErrorsNameTheDestination(t *testing.T) {
 	e := f.explain(&fs.PathError{Op: "write", Path: tmp, Err: syscall.EFAULT})
 	if !errors.Is(e, syscall.EFAULT) || !strings.Contains(e.Error(), "could not be read") || !strings.Contains(e.Error(), dst) {
 		t.Errorf("EFAULT explained as %q", e)
+	}
+}
+
+// CommitAll renames every file of a group, or (after RemoveTemporary, as
+// a signal handler runs it) none, leaving nothing behind.
+func TestCommitAll(t *testing.T) {
+	dir := t.TempDir()
+	var files []*File
+	for i := range 3 {
+		f, err := Create(filepath.Join(dir, fmt.Sprintf("f%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte{byte(i)})
+		files = append(files, f)
+	}
+	var seen []string
+	if err := CommitAll(files, func(p string) { seen = append(seen, filepath.Base(p)) }); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 3 || strings.Join(seen, ",") != "f0,f1,f2" {
+		t.Fatalf("after CommitAll: %d entries, renamed %v", len(entries), seen)
+	}
+	for i := range 3 {
+		if b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("f%d", i))); len(b) != 1 || b[0] != byte(i) {
+			t.Fatalf("f%d holds %v", i, b)
+		}
+	}
+	// a failure halfway (the second temporary file vanished) removes what
+	// the group renamed and every temporary file
+	dir2 := t.TempDir()
+	files = nil
+	for _, n := range []string{"a", "b", "c"} {
+		f, err := Create(filepath.Join(dir2, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	os.Remove(files[1].File.Name())
+	if err := CommitAll(files, nil); err == nil {
+		t.Fatal("renaming a missing temporary file succeeded")
+	}
+	if entries, _ := os.ReadDir(dir2); len(entries) != 0 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("a failed group left %v", names)
 	}
 }
