@@ -180,17 +180,7 @@ type pyTarListing struct {
 }
 
 func runTarMembersScript(t *testing.T, py string, cases [][]byte) []pyTarListing {
-	hexes := make([]string, len(cases))
-	for i, c := range cases {
-		hexes[i] = hex.EncodeToString(c)
-	}
-	in, _ := json.Marshal(hexes)
-	cmd := exec.Command(py, "-c", tarMembersScript)
-	cmd.Stdin = bytes.NewReader(in)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := pythonOnCases(t, py, tarMembersScript, cases)
 	var raw [][2]json.RawMessage
 	if err := json.Unmarshal(out, &raw); err != nil || len(raw) != len(cases) {
 		t.Fatalf("python3: %v", err)

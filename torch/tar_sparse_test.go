@@ -122,17 +122,7 @@ func TestTarSparseMatchesPython(t *testing.T) {
 		t.Skip("python3 not installed")
 	}
 	cases := tarSparseCases()
-	hexes := make([]string, len(cases))
-	for i, c := range cases {
-		hexes[i] = hex.EncodeToString(c)
-	}
-	in, _ := json.Marshal(hexes)
-	cmd := exec.Command(py, "-c", tarListScript)
-	cmd.Stdin = bytes.NewReader(in)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := pythonOnCases(t, py, tarListScript, cases)
 	var want [][][4]any
 	if err := json.Unmarshal(out, &want); err != nil || len(want) != len(cases) {
 		t.Fatalf("python3: %v", err)
@@ -409,4 +399,22 @@ func tarSparseSplit() []byte {
 	hdr := sparseHdr("storages", int64(len(stored)), at+int64(len(p)),
 		[][2]int64{{0, int64(len(r1))}, {at + int64(h), int64(len(p) - h)}, {at, int64(h)}}, false)
 	return cat(hdr, pad512(stored), ustarMember("tensors", tarTensors0), ustarMember("pickle", hPickle("}")), tarEnd)
+}
+
+// pythonOnCases runs script with python py, the cases as a JSON list of hex
+// strings on its standard input, and returns what it prints.
+func pythonOnCases(t *testing.T, py, script string, cases [][]byte) []byte {
+	t.Helper()
+	hexes := make([]string, len(cases))
+	for i, c := range cases {
+		hexes[i] = hex.EncodeToString(c)
+	}
+	in, _ := json.Marshal(hexes)
+	cmd := exec.Command(py, "-c", script)
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
