@@ -162,6 +162,9 @@ func runGet(cmd *cobra.Command, stdout, stderr io.Writer, loc, name string, fl g
 		}
 		return nil
 	}
+	if in, ok := outputIsInput(fl.output, loc, m, t.Name); ok {
+		return usageError("%s is %s, which get reads: write the tensor elsewhere (--force never replaces an input)", fl.output, in)
+	}
 	out, err := atomicfile.Create(fl.output)
 	if err != nil {
 		return &exitError{Code: exitNoCheck, Err: err}

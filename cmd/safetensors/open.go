@@ -6,10 +6,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/atomicfile"
+	"github.com/gosafetensors/safetensors/sharded"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -102,6 +104,28 @@ func isTerminal(w io.Writer) bool {
 // checkOverwrite is the one rule of every command that writes: an existing
 // regular file is replaced only with --force. A FIFO or a device
 // (/dev/stdout) is written into, never replaced. "" and "-" are stdout.
+// outputIsInput reports whether the existing file out is one that reading
+// tensor from m (opened from loc) uses: the location itself (a file, an
+// index, through any symbolic or hard link), the model's index in a
+// directory, or the file holding the tensor. Replacing it would destroy
+// the input, so even --force does not.
+func outputIsInput(out, loc string, m *source.Model, tensor string) (string, bool) {
+	ost, err := os.Stat(out)
+	if err != nil {
+		return "", false
+	}
+	candidates := []string{loc, filepath.Join(loc, sharded.IndexName)}
+	if f, _, ok := m.TensorFile(tensor); ok {
+		candidates = append(candidates, f.Name())
+	}
+	for _, c := range candidates {
+		if st, err := os.Stat(c); err == nil && os.SameFile(st, ost) {
+			return c, true
+		}
+	}
+	return "", false
+}
+
 func checkOverwrite(out string, force bool) error {
 	if out == "" || out == "-" || force {
 		return nil
