@@ -349,3 +349,42 @@ func TestStreamIOErrorStaysIOError(t *testing.T) {
 		t.Errorf("error %v: want the I/O error, not a format error", err)
 	}
 }
+
+// TestRatioBomb: 48 copies of one 64 MiB zero frame (a few KiB each) claim
+// 3 GiB from ~100 KB; every full read would decode all of it. Opening
+// refuses it (ErrLimit) unless the ratio cap is lifted; an honest file
+// with the same frame once is read.
+func TestRatioBomb(t *testing.T) {
+	var fb bytes.Buffer
+	zw, _ := zstd.NewWriter(&fb, zstd.WithEncoderCRC(true), zstd.WithZeroFrames(true))
+	zw.Write(make([]byte, 64<<20))
+	zw.Close()
+	one := fb.Bytes()
+	var comp []byte
+	var frames []frame
+	for range 48 {
+		comp = append(comp, one...)
+		frames = append(frames, frame{clen: int64(len(one)), ulen: 64 << 20})
+	}
+	comp = appendSeekTable(comp, frames, false)
+	if _, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp))); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "bomb") {
+		t.Fatalf("NewReaderAt of a %d-byte file claiming 3 GiB: %v, want ErrLimit", len(comp), err)
+	}
+	if _, err := Decompress(io.Discard, bytes.NewReader(comp), int64(len(comp)), WithMaxRatio(1000)); !errors.Is(err, ErrLimit) {
+		t.Fatalf("Decompress: %v, want ErrLimit", err)
+	}
+	ra, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), WithMaxRatio(0))
+	if err != nil {
+		t.Fatalf("with the cap lifted: %v", err)
+	}
+	ra.Close()
+	small := appendSeekTable(bytes.Clone(one), frames[:1], false)
+	if ra, err := NewReaderAt(bytes.NewReader(small), int64(len(small))); err != nil {
+		t.Fatalf("64 MiB of zeros in %d bytes (within the 1 GiB slack): %v", len(small), err)
+	} else {
+		ra.Close()
+	}
+	if _, err := NewReaderAt(bytes.NewReader(small), int64(len(small)), WithMaxRatio(-1)); !errors.Is(err, ErrOption) {
+		t.Errorf("WithMaxRatio(-1): %v", err)
+	}
+}

@@ -23,6 +23,7 @@ const (
 	DefaultMaxFrameSize = 64 << 20  // largest frame a reader decompresses by default
 	DefaultCacheFrames  = 32        // decompressed frames a ReaderAt keeps (8 MiB at the default frame size)
 	DefaultCacheBytes   = 128 << 20 // and at most these bytes of them (two frames of the largest size)
+	DefaultMaxRatio     = 1000      // original bytes a compressed file may claim per compressed byte (plus 1 GiB)
 	DefaultMaxFrames    = 1 << 22   // frames a seek table may list (1 TiB at 256 KiB frames)
 )
 
@@ -36,6 +37,7 @@ type config struct {
 	maxFrame    int64
 	cacheFrames int
 	cacheBytes  int64
+	maxRatio    int64 // 0: no cap
 	overwrite   bool
 	maxSize     int64 // -1: no limit
 	maxFrames   int64
@@ -54,6 +56,7 @@ func buildConfig(opts []Option) (config, error) {
 		maxFrame:    DefaultMaxFrameSize,
 		cacheFrames: DefaultCacheFrames,
 		cacheBytes:  DefaultCacheBytes,
+		maxRatio:    DefaultMaxRatio,
 		maxSize:     -1,
 		maxFrames:   DefaultMaxFrames,
 	}
@@ -154,6 +157,22 @@ func WithCacheFrames(n int) Option {
 			return optErr("cache frames %d out of range 0..4096", n)
 		}
 		o.cacheFrames = n
+		return nil
+	}
+}
+
+// WithMaxRatio refuses, when it is opened, a seekable or grouped file
+// whose original size is more than r times its compressed size plus 1 GiB
+// (default [DefaultMaxRatio]; 0: no cap), with an error wrapping
+// [ErrLimit]. Weights compress about 1.3 to 2 times; a small file claiming
+// hundreds of GiB of zeros is a decompression bomb that would keep every
+// full read (stats, validate --full, decompress) busy for minutes.
+func WithMaxRatio(r int64) Option {
+	return func(o *config) error {
+		if r < 0 {
+			return optErr("max ratio %d is negative (0 means no cap)", r)
+		}
+		o.maxRatio = r
 		return nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -117,7 +118,25 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 		}
 		ra.decode = func(dst, comp []byte, _ *frame, par runner) error { return decodeChunk(dst, comp, ra.zdec, par) }
 	}
+	if c.maxRatio > 0 && ra.size > maxOriginal(size, c.maxRatio) {
+		ra.Close()
+		return nil, newErr(ErrLimit, -1, -1, "%d compressed bytes claim %d bytes of original (more than %d times the compressed size plus %d MiB): a decompression bomb? (decompress --max-ratio 0 reads it anyway)",
+			size, ra.size, c.maxRatio, ratioSlack>>20)
+	}
 	return ra, nil
+}
+
+// ratioSlack is the original size any compressed file may claim beyond
+// its ratio cap: small files of zeros compress far beyond it.
+const ratioSlack = 1 << 30
+
+// maxOriginal returns the largest original size a compressed file of size
+// bytes may claim under the ratio cap.
+func maxOriginal(size, ratio int64) int64 {
+	if size > (math.MaxInt64-ratioSlack)/ratio {
+		return math.MaxInt64
+	}
+	return size*ratio + ratioSlack
 }
 
 // Open opens a compressed file for random access. Close the ReaderAt to

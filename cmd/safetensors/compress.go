@@ -26,6 +26,7 @@ type compressFlags struct {
 	jobs      int
 	force     bool
 	maxSize   string
+	maxRatio  int64
 }
 
 func newCompressCmd() *cobra.Command {
@@ -104,6 +105,7 @@ not read or write (or the output exists: use --force).`,
 	f.IntVarP(&fl.jobs, "jobs", "j", 0, "frames decompressed at once (default: number of CPUs)")
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite an existing output")
 	f.StringVar(&fl.maxSize, "max-size", "", "refuse input that decompresses to more than this, e.g. 200GiB (default: no limit, like zstd -d)")
+	f.Int64Var(&fl.maxRatio, "max-ratio", compressed.DefaultMaxRatio, "refuse a seekable input claiming more than this many original bytes per compressed byte, plus 1 GiB (0: no cap)")
 	return cmd
 }
 
@@ -157,6 +159,10 @@ func runDecompress(stdout, stderr io.Writer, in, out string, fl compressFlags) e
 		}
 		opts = append(opts, compressed.WithMaxSize(n))
 	}
+	if fl.maxRatio < 0 {
+		return usageError("--max-ratio: %d is negative (0 means no cap)", fl.maxRatio)
+	}
+	opts = append(opts, compressed.WithMaxRatio(fl.maxRatio))
 	if fl.jobs != 0 {
 		opts = append(opts, compressed.WithConcurrency(fl.jobs))
 	}
