@@ -293,6 +293,14 @@ func TestInjectedReadErrors(t *testing.T) {
 	if got := listDir(t, filepath.Dir(out)); len(got) != 0 {
 		t.Errorf("left behind: %v", got)
 	}
+	// a failed split leaves not even the directory it created
+	outDir := filepath.Join(t.TempDir(), "new", "shards")
+	if _, err := Split(context.Background(), m, outDir, WithMaxShardSize(1)); !errors.Is(err, errInjected) {
+		t.Fatalf("split: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(outDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed split left %s: %v", filepath.Dir(outDir), err)
+	}
 }
 
 func TestOpenOptions(t *testing.T) {

@@ -101,9 +101,11 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 	if _, err := os.Lstat(other); err == nil {
 		return nil, fmt.Errorf("%w: %s is there already and loaders would read it instead of the new files; remove it or choose another directory", ErrExists, other)
 	}
-	if err := os.MkdirAll(outDir, 0o777); err != nil {
+	dirs, err := atomicfile.MkdirAll(outDir)
+	if err != nil {
 		return nil, err
 	}
+	defer dirs.Undo() // after a failure, no empty directory is left behind
 	if err := checkSpace(outDir, c.total); err != nil {
 		return nil, err
 	}
@@ -196,6 +198,7 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 		abort()
 		return nil, err
 	}
+	dirs.Keep()
 	return res, nil
 }
 

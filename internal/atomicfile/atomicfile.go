@@ -44,6 +44,9 @@ func RemoveTemporary() {
 		os.Remove(k)
 		delete(live, k)
 	}
+	for d := range liveDirs {
+		d.removeLocked()
+	}
 }
 
 // forget drops a temporary file from the live set.

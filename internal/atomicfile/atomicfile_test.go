@@ -222,3 +222,38 @@ func TestCommitAll(t *testing.T) {
 		t.Fatalf("a failed group left %v", names)
 	}
 }
+
+// MkdirAll's directories are removed by Undo when empty, kept by Keep.
+func TestMkdirAllUndo(t *testing.T) {
+	base := t.TempDir()
+	deep := filepath.Join(base, "a", "b", "c")
+	d, err := MkdirAll(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Undo()
+	if _, err := os.Stat(filepath.Join(base, "a")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Undo left %s: %v", filepath.Join(base, "a"), err)
+	}
+	d, err = MkdirAll(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(base, "a", "keep.txt"), nil, 0o644)
+	d.Undo() // b and c go, a holds a file
+	if _, err := os.Stat(filepath.Join(base, "a", "keep.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "a", "b")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("empty b left: %v", err)
+	}
+	d, err = MkdirAll(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Keep()
+	d.Undo()
+	if _, err := os.Stat(deep); err != nil {
+		t.Fatalf("Keep then Undo removed it: %v", err)
+	}
+}
