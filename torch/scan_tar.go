@@ -65,7 +65,7 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 			}
 			for _, j := range targets {
 				t := ms[j]
-				k := job{m.name, t.dataOff, t.size, t.typ == 'S'}
+				k := job{m.name, t.dataOff, t.size, t.hasSparse}
 				if done[k] {
 					continue
 				}
@@ -93,8 +93,8 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 				continue
 			}
 			read[[2]int64{m.dataOff, m.size}] = true
-			n := min(max(m.size, 0), size-m.dataOff)
-			if m.typ == 'S' {
+			n := tarDataLen(m, size)
+			if m.hasSparse {
 				n = sparseStoredEnd(m, size) - m.dataOff
 			}
 			if n > 0 {
@@ -127,11 +127,21 @@ func tarLinkOut(k tarMember, name, entry string, rep *ScanReport, noted map[stri
 		Reason: fmt.Sprintf("tar.extract makes %q a link (type %q) to a file outside the archive, and torch.load unpickles that host file as %q: code the scan cannot see", k.name, k.typ, name)})
 }
 
+// tarDataLen is the length of the data of non-sparse member m in a file
+// of size bytes as tar.extract copies it: a negative size n makes
+// copyfileobj copy n mod 16 KiB bytes (the data, then the headers after it).
+func tarDataLen(m tarMember, size int64) int64 {
+	if m.dataOff >= size {
+		return 0
+	}
+	return min(makefileLen(m.size), size-m.dataOff)
+}
+
 // scanTarData scans the data of member t as the member torch reads under
 // name.
 func scanTarData(r io.ReaderAt, size int64, t tarMember, name, entry string, lim *Limits, rep *ScanReport) {
-	if t.typ != 'S' {
-		if n := min(max(t.size, 0), size-t.dataOff); n > 0 {
+	if !t.hasSparse {
+		if n := tarDataLen(t, size); n > 0 {
 			scanTarMember(r, t.dataOff, n, name, entry, lim, rep)
 		}
 		return

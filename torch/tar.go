@@ -228,10 +228,13 @@ func isTarStart(r io.ReaderAt, size int64) bool {
 		switch h.typ {
 		case 'L', 'K', 'x', 'g', 'X':
 			// the header it extends must parse too (SubsequentHeaderError)
-			if h.size < 0 || h.size > size {
+			// a size of -511..-1 is no data to releases before gh-130577
+			// (_block rounds it to 0); from -512 down, fileobj.read
+			// reads to the end and the next header is missing
+			if h.size <= -tarBlock || h.size > size {
 				return false
 			}
-			pos += tarBlock + (h.size+tarBlock-1)/tarBlock*tarBlock
+			pos += tarBlock + (max(h.size, 0)+tarBlock-1)/tarBlock*tarBlock
 		default:
 			return true
 		}
@@ -244,7 +247,10 @@ type tarMember struct {
 	tarHeader
 	header  int64 // offset of its (first) header block
 	dataOff int64
-	stored  int64 // old GNU sparse: the header's size (of the stored data); size is the original size
+	stored  int64 // sparse: the header's size (of the stored data); size is the original size
+	// hasSparse: tarinfo.sparse is set (old GNU 'S', or the pax GNU sparse
+	// formats 0.0, 0.1 and 1.0); sparse is then the map
+	hasSparse bool
 }
 
 // tarRegular reports whether tarfile treats the type as a regular file

@@ -56,10 +56,16 @@ type tarVariant struct {
 	// header after an extension header without the V7 directory detection,
 	// which a GNU long name re-applies to the long name.
 	noFollowDircheck bool
+	// negBlock: gh-130577 (2025: 3.9.24, 3.10.19, 3.11.14, 3.12.12,
+	// 3.13.6, 3.14; distributions backported it): _block raises
+	// InvalidHeaderError for a negative count. Before, a negative size was
+	// rounded toward zero block by block (-511..-1 give 0: no data), and
+	// fileobj.read of a negative count reads to the end of the file.
+	negBlock bool
 }
 
 // tarVariants are listed in turn; the scan covers the union.
-var tarVariants = []tarVariant{{}, {strictPax: true}, {strictPax: true, noFollowDircheck: true}}
+var tarVariants = []tarVariant{{}, {strictPax: true}, {strictPax: true, negBlock: true}, {strictPax: true, noFollowDircheck: true, negBlock: true}}
 
 // More header errors than frombuf's: the listing ends.
 const (
@@ -86,8 +92,12 @@ func (t *tarLister) problem(format string, a ...any) {
 	t.problems = append(t.problems, fmt.Sprintf(format, a...))
 }
 
-// read is fileobj.read(n) at the current position: short at the end.
+// read is fileobj.read(n) at the current position: short at the end; a
+// negative n reads to the end.
 func (t *tarLister) read(n int64) []byte {
+	if n < 0 {
+		n = t.size - t.pos
+	}
 	n = max(min(n, t.size-t.pos), 0)
 	b := make([]byte, n)
 	if readFull(t.r, b, t.pos) != nil {
@@ -104,6 +114,22 @@ func (t *tarLister) blockUp(n int64) int64 {
 		return t.size + 2*tarBlock
 	}
 	return (n + tarBlock - 1) / tarBlock * tarBlock
+}
+
+// block is TarInfo._block(n) in this variant: ok is false where it raises
+// InvalidHeaderError (a negative count, gh-130577); before, a negative
+// count is rounded toward zero to a multiple of 512.
+func (t *tarLister) block(n int64) (int64, bool) {
+	if n >= 0 {
+		return t.blockUp(n), true
+	}
+	if t.v.negBlock {
+		return 0, false
+	}
+	if n < -(t.size + 2*tarBlock) { // far before the file: stays before it
+		return -(t.size + 2*tarBlock), true
+	}
+	return -((-n) / tarBlock * tarBlock), true
 }
 
 // fromtarfile is TarInfo.fromtarfile (dircheck as in _fromtarfile).
@@ -131,9 +157,10 @@ func (t *tarLister) fromtarfile(dircheck bool) (*tarMember, tarHeaderErr) {
 	return t.procBuiltin(m)
 }
 
-func (t *tarLister) negative(m *tarMember) (*tarMember, tarHeaderErr) {
+// negative notes a negative size (tarfile gh-130577 raises
+// InvalidHeaderError for it; older releases go on).
+func (t *tarLister) negative(m *tarMember) {
 	t.problem("tar header at offset %d (%q) declares a negative size", m.header, m.name)
-	return nil, tarFatal
 }
 
 // procBuiltin is _proc_builtin: data after the header, the global pax
@@ -143,9 +170,13 @@ func (t *tarLister) procBuiltin(m *tarMember) (*tarMember, tarHeaderErr) {
 	off := t.pos
 	if tarRegular(m.typ) {
 		if m.size < 0 {
-			return t.negative(m)
+			t.negative(m)
 		}
-		off += t.blockUp(m.size)
+		k, ok := t.block(m.size)
+		if !ok {
+			return nil, tarInvalid
+		}
+		off += k
 	}
 	t.offset = off
 	if !t.applyPax(m, t.global) {
@@ -161,9 +192,13 @@ func (t *tarLister) procBuiltin(m *tarMember) (*tarMember, tarHeaderErr) {
 // of the member read after it, whatever pax records said.
 func (t *tarLister) procGnulong(m *tarMember) (*tarMember, tarHeaderErr) {
 	if m.size < 0 {
-		return t.negative(m)
+		t.negative(m)
 	}
-	buf := t.read(t.blockUp(m.size))
+	k, ok := t.block(m.size)
+	if !ok {
+		return nil, tarInvalid
+	}
+	buf := t.read(k)
 	next, e := t.fromtarfile(!t.v.noFollowDircheck)
 	if e != tarOK {
 		return t.subsequent(m, e)
@@ -205,11 +240,16 @@ func (t *tarLister) procSparse(m *tarMember) (*tarMember, tarHeaderErr) {
 		return nil, tarFatal
 	}
 	if m.size < 0 {
-		return t.negative(m)
+		t.negative(m)
 	}
 	m.sparse, t.pos, m.dataOff = structs, dataOff, dataOff
-	t.offset = dataOff + t.blockUp(m.size)
+	k, ok := t.block(m.size)
+	if !ok {
+		return nil, tarInvalid
+	}
+	t.offset = dataOff + k
 	m.stored = m.size
+	m.hasSparse = true
 	m.size = m.origSize
 	return m, tarOK
 }
@@ -217,9 +257,13 @@ func (t *tarLister) procSparse(m *tarMember) (*tarMember, tarHeaderErr) {
 // procPax is _proc_pax.
 func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
 	if m.size < 0 {
-		return t.negative(m)
+		t.negative(m)
 	}
-	buf := t.read(t.blockUp(m.size))
+	k, ok := t.block(m.size)
+	if !ok {
+		return nil, tarInvalid
+	}
+	buf := t.read(k)
 	recs, ok := parsePaxRecords(buf, t.v.strictPax)
 	if !ok {
 		return nil, tarInvalid
@@ -257,9 +301,13 @@ func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
 			off := next.dataOff
 			if tarRegular(next.typ) {
 				if next.size < 0 {
-					return t.negative(next)
+					t.negative(next)
 				}
-				off += t.blockUp(next.size)
+				k, ok := t.block(next.size)
+				if !ok {
+					return nil, tarInvalid
+				}
+				off += k
 			}
 			t.offset = off
 		}
@@ -393,14 +441,32 @@ func parsePaxRecords(buf []byte, strict bool) (recs []paxRec, ok bool) {
 func listTarVariant(r io.ReaderAt, size int64, maxMembers int, v tarVariant) ([]tarMember, []string) {
 	t := &tarLister{r: r, size: size, v: v}
 	var members []tarMember
+	var back map[string]bool // states met after a jump backwards
 	for len(members) < maxMembers {
 		if t.offset != t.pos {
 			if t.offset == 0 {
 				return members, t.problems
 			}
+			if t.offset < 0 {
+				t.problem("tar: a negative size moves the next header to offset %d (Python's seek raises, not a TarError)", t.offset)
+				return members, t.problems
+			}
 			if t.offset > size {
 				t.problem("tar member data runs past the end of the file (next header at offset %d)", t.offset)
 				return members, t.problems
+			}
+			if t.offset < t.pos {
+				// a negative size moved the next header backwards: tarfile
+				// lists again from there; the same state again never ends
+				if back == nil {
+					back = map[string]bool{}
+				}
+				k := fmt.Sprint(t.offset, t.global)
+				if back[k] {
+					t.problem("tar: a negative size makes tarfile list the same headers again forever (from offset %d)", t.offset)
+					return members, t.problems
+				}
+				back[k] = true
 			}
 			t.pos = t.offset
 		}
