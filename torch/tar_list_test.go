@@ -108,6 +108,75 @@ func tarListCases() [][]byte {
 	}
 }
 
+// negSize sets the size field of header block h (a copy) to the
+// base-256 negative n and fixes its checksum.
+func negSize(h []byte, n int64) []byte {
+	h = append([]byte(nil), h...)
+	negStruct(h, 124, n)
+	return h
+}
+
+// tarNegCases are negative (base-256) sizes as tarfile before gh-130577
+// reads them: -511..-1 round to no data, so the next header follows.
+func tarNegCases() [][]byte {
+	p := systemPickle()
+	negPax := negSize(tarHdr(false, 0, "././@PaxHeader", 100, "0000644", 156, "x"), -1)
+	negL := negSize(tarHdr(false, 0, "././@LongLink", 100, "0000644", 156, "L"), -300)
+	return [][]byte{
+		cat(negPax, gadgetMember("storages", p), ustarMember("tensors", tarTensors0), ustarMember("pickle", hPickle("}")), tarEnd),
+		tarBase(negPax, gadgetMember("pickle", p)),
+		tarBase(negL, gadgetMember("pickle", p)),
+		// a regular member of size -1: the next header follows its header
+		tarBase(negSize(ustarHdr("pickle", 0, "0", ""), -1), gadgetMember("x", p)),
+		// pax size=-5 on a member
+		tarBase(paxTyp("x", "size=-5"), ustarHdr("pickle", 0, "0", ""), gadgetMember("y", p)),
+	}
+}
+
+// tarNegGoCases are negative sizes tarfile would loop on or fail with,
+// not run through python: a size of -1024 moves the next header back
+// (here onto itself: tarfile never ends), -512 on a pax header reads to
+// the end of the file. The payload stays scanned.
+func tarNegGoCases() [][]byte {
+	p := systemPickle()
+	return [][]byte{
+		tarBase(gadgetMember("pickle", p), negSize(ustarHdr("loop", 0, "0", ""), -1024)),
+		tarBase(gadgetMember("pickle", p), negSize(ustarHdr("back", 0, "0", ""), -(1 << 40))),
+		tarBase(gadgetMember("pickle", p), negSize(tarHdr(false, 0, "././@PaxHeader", 100, "0000644", 156, "x"), -512)),
+	}
+}
+
+// TestTarNegativeSizes: the variants before gh-130577 list past a
+// negative size (a -1 pax header at byte 0 is a tar start), the later
+// ones stop; a loop backwards ends; a member of size -1 is extracted as
+// 16383 bytes (copyfileobj's remainder).
+func TestTarNegativeSizes(t *testing.T) {
+	c := tarNegCases()[0]
+	if !isTarStart(bytes.NewReader(c), int64(len(c))) {
+		t.Fatal("a pax header of size -1 at byte 0 is a tar start to tarfile")
+	}
+	if c := cat(negSize(tarHdr(false, 0, "././@PaxHeader", 100, "0000644", 156, "x"), -512), ustarMember("pickle", hPickle("N")), tarEnd); isTarStart(bytes.NewReader(c), int64(len(c))) {
+		t.Error("not a tar start: a size of -512 reads to the end")
+	}
+	old, _ := listTarVariant(bytes.NewReader(c), int64(len(c)), 100, tarVariant{strictPax: true})
+	if len(old) != 3 || old[0].name != "storages" {
+		t.Errorf("before gh-130577: %+v", old)
+	}
+	if nw, _ := listTarVariant(bytes.NewReader(c), int64(len(c)), 100, tarVariant{strictPax: true, negBlock: true}); len(nw) != 0 {
+		t.Errorf("after gh-130577: %+v", nw)
+	}
+	for i, c := range tarNegGoCases() {
+		_, ps := listTarVariant(bytes.NewReader(c), int64(len(c)), 1000, tarVariant{})
+		if len(ps) == 0 {
+			t.Errorf("case %d: no problem reported", i)
+		}
+	}
+	m := tarMember{tarHeader: tarHeader{size: -1}, dataOff: 512}
+	if n := tarDataLen(m, 1<<20); n != tarCopyBuf-1 {
+		t.Errorf("size -1 extracts %d bytes", n)
+	}
+}
+
 // tarLinkCases are links torch's legacy loader follows.
 func tarLinkCases() [][]byte {
 	p := systemPickle()
@@ -138,7 +207,7 @@ func tarLinkCases() [][]byte {
 const pyTarVariantScript = `
 import inspect, tarfile
 src = inspect.getsource(tarfile)
-print(("strict" if "_header_length_prefix_re" in src else "lenient") + " " + ("nodircheck" if "dircheck" in src else "dircheck"))
+print(("strict" if "_header_length_prefix_re" in src else "lenient") + " " + ("nodircheck" if "dircheck" in src else "dircheck") + (" negblock" if "invalid offset" in src else ""))
 `
 
 func localTarVariant(t *testing.T, py string) tarVariant {
@@ -147,7 +216,7 @@ func localTarVariant(t *testing.T, py string) tarVariant {
 		t.Fatal(err)
 	}
 	s := string(out)
-	return tarVariant{strictPax: strings.Contains(s, "strict"), noFollowDircheck: strings.Contains(s, "nodircheck")}
+	return tarVariant{strictPax: strings.Contains(s, "strict"), noFollowDircheck: strings.Contains(s, "nodircheck"), negBlock: strings.Contains(s, "negblock")}
 }
 
 const tarMembersScript = `
@@ -207,7 +276,7 @@ func TestTarListMatchesPython(t *testing.T) {
 		t.Skip("python3 not installed")
 	}
 	v := localTarVariant(t, py)
-	cases := slices.Concat(tarListCases(), tarLinkCases(), tarSparseCases())
+	cases := slices.Concat(tarListCases(), tarLinkCases(), tarSparseCases(), tarNegCases())
 	want := runTarMembersScript(t, py, cases)
 	n := 0
 	for i, c := range cases {
@@ -241,7 +310,7 @@ func TestTarLinksMatchPython(t *testing.T) {
 	if err != nil {
 		t.Skip("python3 not installed")
 	}
-	cases := slices.Concat(tarLinkCases(), tarListCases())
+	cases := slices.Concat(tarLinkCases(), tarListCases(), tarNegCases())
 	want := runTarMembersScript(t, py, cases)
 	n := 0
 	for i, c := range cases {
@@ -261,7 +330,7 @@ func TestTarLinksMatchPython(t *testing.T) {
 					}
 					targets, _, _ := l.resolve(k, name)
 					for _, j := range targets {
-						d := c[ms[j].dataOff:min(int64(len(c)), ms[j].dataOff+ms[j].size)]
+						d := c[ms[j].dataOff:min(int64(len(c)), ms[j].dataOff+max(ms[j].size, 0))]
 						found = found || bytes.Equal(d, wb)
 					}
 				}
@@ -387,7 +456,7 @@ func TestTarUnreadMemberWalked(t *testing.T) {
 
 // TestTarLinkCasesDangerous: every link case names posix.system.
 func TestTarLinkCasesDangerous(t *testing.T) {
-	for i, f := range slices.Concat(tarLinkCases(), tarListCases()) {
+	for i, f := range slices.Concat(tarLinkCases(), tarListCases(), tarNegCases(), tarNegGoCases()) {
 		rep, err := Scan(bytes.NewReader(f), int64(len(f)), "f")
 		if err != nil {
 			t.Fatal(err)
@@ -403,7 +472,7 @@ func TestTarLinkCasesDangerous(t *testing.T) {
 func FuzzTarList(f *testing.F) {
 	sp, _ := tarSparseOverwrite()
 	self, _ := tarSymlinkSelfFD()
-	for _, c := range slices.Concat(tarListCases(), tarLinkCases(), tarExtractCases(), [][]byte{sp, self}) {
+	for _, c := range slices.Concat(tarListCases(), tarLinkCases(), tarExtractCases(), tarNegCases(), tarNegGoCases(), [][]byte{sp, self}) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
