@@ -141,7 +141,7 @@ func tarNegGoCases() [][]byte {
 	p := systemPickle()
 	return [][]byte{
 		tarBase(gadgetMember("pickle", p), negSize(ustarHdr("loop", 0, "0", ""), -1024)),
-		tarBase(gadgetMember("pickle", p), negSize(ustarHdr("back", 0, "0", ""), -(1 << 40))),
+		tarBase(gadgetMember("pickle", p), negSize(ustarHdr("back", 0, "0", ""), -(1<<40))),
 		tarBase(gadgetMember("pickle", p), negSize(tarHdr(false, 0, "././@PaxHeader", 100, "0000644", 156, "x"), -512)),
 	}
 }
