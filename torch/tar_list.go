@@ -286,11 +286,8 @@ func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
 	if m.typ == 'g' {
 		pax = t.global
 	}
-	for _, k := range []string{"GNU.sparse.map", "GNU.sparse.size", "GNU.sparse.major"} {
-		if _, ok := pax.get(k); ok {
-			t.problem("tar member %q at offset %d uses the pax GNU sparse format (%s): its data is scanned as stored, not as tarfile maps it", next.name, m.header, k)
-			break
-		}
+	if e := t.paxSparse(m, next, pax, recs); e != tarOK {
+		return nil, e
 	}
 	if m.typ != 'g' {
 		if !t.applyPax(next, pax) {
@@ -313,6 +310,110 @@ func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
 		}
 	}
 	return next, tarOK
+}
+
+// paxSparse is the GNU sparse part of _proc_pax: format 0.1 (the
+// GNU.sparse.map record, int() of each comma-separated number: a
+// ValueError is fatal), else 0.0 (the GNU.sparse.offset and numbytes
+// records of this header, paired in order: a bad number is an
+// InvalidHeaderError), else 1.0 (major 1, minor 0: the map is text at the
+// start of the data, a count then numbers, each ended by a newline, read
+// block by block; the data starts after it). next gets the map as
+// tarinfo.sparse; its size is then set by GNU.sparse.size or realsize.
+func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec) tarHeaderErr {
+	var nums []int64
+	add := func(n int64) bool {
+		if len(nums) >= 2*maxSparseStructs {
+			t.problem("tar member %q at offset %d: more than %d pax sparse structs", next.name, m.header, maxSparseStructs)
+			return false
+		}
+		nums = append(nums, n)
+		return true
+	}
+	major, _ := pax.get("GNU.sparse.major")
+	minor, _ := pax.get("GNU.sparse.minor")
+	_, v00 := pax.get("GNU.sparse.size")
+	if smap, ok := pax.get("GNU.sparse.map"); ok {
+		for _, f := range strings.Split(smap, ",") {
+			n, ok := pyInt(f)
+			if !ok {
+				t.problem("tar member %q at offset %d: GNU.sparse.map holds %q, not a number (Python raises ValueError)", next.name, m.header, clip(f))
+				return tarFatal
+			}
+			if !add(n) {
+				return tarFatal
+			}
+		}
+	} else if v00 {
+		var offs, lens []int64
+		for _, r := range recs {
+			if r.k != "GNU.sparse.offset" && r.k != "GNU.sparse.numbytes" {
+				continue
+			}
+			n, ok := pyInt(r.v)
+			if !ok {
+				return tarInvalid
+			}
+			if len(offs)+len(lens) >= 2*maxSparseStructs {
+				t.problem("tar member %q at offset %d: more than %d pax sparse structs", next.name, m.header, maxSparseStructs)
+				return tarFatal
+			}
+			if r.k == "GNU.sparse.offset" {
+				offs = append(offs, n)
+			} else {
+				lens = append(lens, n)
+			}
+		}
+		for i := 0; i < min(len(offs), len(lens)); i++ {
+			nums = append(nums, offs[i], lens[i])
+		}
+	} else if major == "1" && minor == "0" {
+		buf := t.read(tarBlock)
+		line := func() ([]byte, bool) {
+			i := bytes.IndexByte(buf, '\n')
+			if i < 0 {
+				return nil, false
+			}
+			l := buf[:i]
+			buf = buf[i+1:]
+			return l, true
+		}
+		l, ok := line()
+		fields := int64(0)
+		if ok {
+			fields, ok = pyInt(string(l))
+		}
+		for ok && int64(len(nums)) < fields*2 && fields <= maxSparseStructs {
+			if bytes.IndexByte(buf, '\n') < 0 {
+				buf = append(buf, t.read(tarBlock)...)
+			}
+			if l, ok = line(); ok {
+				var n int64
+				if n, ok = pyInt(string(l)); ok {
+					nums = append(nums, n)
+				}
+			}
+		}
+		if !ok || fields > maxSparseStructs {
+			t.problem("tar member %q at offset %d: its GNU sparse 1.0 map is not numbers ended by newlines, or too long (Python raises ValueError)", next.name, m.header)
+			return tarFatal
+		}
+		next.dataOff = t.pos
+	} else {
+		return tarOK
+	}
+	next.sparse = next.sparse[:0:0]
+	for i := 0; i+1 < len(nums); i += 2 {
+		next.sparse = append(next.sparse, [2]int64{nums[i], nums[i+1]})
+	}
+	next.hasSparse = true
+	next.stored = max(next.stored, next.size)
+	if n, ok := pax.get("size"); ok {
+		if k, ok := pyInt(n); ok {
+			next.stored = max(next.stored, k)
+		}
+	}
+	return tarOK
 }
 
 // applyPax is _apply_pax_info, record by record in dict order. It is

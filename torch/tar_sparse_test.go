@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -93,7 +94,54 @@ func tarSparseCases() [][]byte {
 	sparseName := cat(tarHarmless, paxHdr("GNU.sparse.name=pickle"), v7("decoy", p), make([]byte, 2*tarBlock))
 	badExt := cat(tarHarmless, sparseHdr("sp", 0, 0, nil, true), sparseExt([][2]int64{{1, 1}}, false), v7("pickle", p), make([]byte, 2*tarBlock))
 	copy(badExt[len(tarHarmless)+tarBlock+30:], "9")
-	return [][]byte{tarSparseExtPickle(), twoRuns, zeros, paxSize, longName, sparseName, badExt}
+	return slices.Concat([][]byte{tarSparseExtPickle(), twoRuns, zeros, paxSize, longName, sparseName, badExt}, tarPaxSparseCases())
+}
+
+// paxSparse is a member in a pax GNU sparse format ("0.0", "0.1" or
+// "1.0") named name, of original size real, with the map and stored data.
+func paxSparse(format, name string, real int, smap [][2]int64, stored []byte) []byte {
+	var nums []string
+	for _, s := range smap {
+		nums = append(nums, fmt.Sprint(s[0]), fmt.Sprint(s[1]))
+	}
+	switch format {
+	case "0.0":
+		recs := []string{fmt.Sprintf("GNU.sparse.size=%d", real), fmt.Sprintf("GNU.sparse.numblocks=%d", len(smap))}
+		for _, s := range smap {
+			recs = append(recs, fmt.Sprintf("GNU.sparse.offset=%d", s[0]), fmt.Sprintf("GNU.sparse.numbytes=%d", s[1]))
+		}
+		recs = append(recs, "path="+name)
+		return cat(paxTyp("x", recs...), ustarHdr("sparse0", len(stored), "0", ""), pad512(append([]byte(nil), stored...)))
+	case "0.1":
+		return cat(paxTyp("x", "GNU.sparse.major=0", "GNU.sparse.minor=1", "GNU.sparse.name="+name, fmt.Sprintf("GNU.sparse.realsize=%d", real),
+			"GNU.sparse.map="+strings.Join(nums, ",")), ustarHdr("GNUSparseFile.0/"+name, len(stored), "0", ""), pad512(append([]byte(nil), stored...)))
+	}
+	m := pad512([]byte(fmt.Sprintf("%d\n%s\n", len(smap), strings.Join(nums, "\n"))))
+	return cat(paxTyp("x", "GNU.sparse.major=1", "GNU.sparse.minor=0", "GNU.sparse.name="+name, fmt.Sprintf("GNU.sparse.realsize=%d", real)),
+		ustarHdr("GNUSparseFile.0/"+name, len(m)+len(stored), "0", ""), m, pad512(append([]byte(nil), stored...)))
+}
+
+// tarPaxSparseCases are pax GNU sparse members (formats 0.0, 0.1, 1.0):
+// runs reordered, a hole, a 1.0 map longer than a block, a global map.
+func tarPaxSparseCases() [][]byte {
+	p := systemPickle()
+	h := len(p) / 2
+	split := [][2]int64{{0, int64(h)}, {int64(h + 100), int64(len(p) - h)}}
+	swap := [][2]int64{{int64(len(p) - h), int64(h)}, {0, int64(len(p) - h)}}
+	var out [][]byte
+	for _, f := range []string{"0.0", "0.1", "1.0"} {
+		out = append(out,
+			tarBase(paxSparse(f, "pickle", len(p)+100, split, p)),
+			tarBase(paxSparse(f, "pickle", len(p), swap, cat(p[h:], p[:h]))),
+			cat(ustarMember("tensors", tarTensors0), paxSparse(f, "storages", len(tarStorages0)+10, [][2]int64{{10, int64(len(tarStorages0))}}, tarStorages0), tarEnd))
+	}
+	var long [][2]int64
+	for i := range 120 {
+		long = append(long, [2]int64{int64(i * 4), 2})
+	}
+	out = append(out, tarBase(paxSparse("1.0", "pickle", 480, long, make([]byte, 240))))
+	out = append(out, tarBase(paxTyp("g", "GNU.sparse.map=0,3,10,3"), ustarMember("pickle", []byte("abcdef")), ustarMember("x", []byte("ghijkl"))))
+	return out
 }
 
 const tarListScript = `
@@ -141,7 +189,7 @@ func TestTarSparseMatchesPython(t *testing.T) {
 			m := got[j]
 			var r io.ReaderAt = bytes.NewReader(c)
 			base := m.dataOff
-			if m.typ == 'S' {
+			if m.hasSparse {
 				v, ok := newSparseView(r, m.dataOff, m.size, m.sparse)
 				if !ok {
 					t.Errorf("case %d %q: sparse map rejected", i, name)
@@ -267,6 +315,9 @@ func tarExtractCases() [][]byte {
 		mk(3000, [][2]int64{{1000, 4}, {0, 4}}, [][2]int64{{2, 4}, {1002, 5}}, [][2]int64{{1500, 9}}),
 		mk(8, [][2]int64{{0, 0}, {0, 8}, {0, 0}, {3, 2}}),
 		neg, negOff, short,
+		cat(paxSparse("0.1", "storages", 30, [][2]int64{{20, 8}, {0, 10}, {5, 10}}, data[:28]), tarEnd),
+		cat(paxSparse("1.0", "storages", 12, [][2]int64{{8, 4}, {0, 8}}, data[:12]), tarEnd),
+		cat(paxSparse("0.0", "storages", 9, [][2]int64{{0, 4}, {2, 4}}, data[:8]), tarEnd),
 	}
 }
 
@@ -318,7 +369,7 @@ func TestTarSparseExtractMatchesPython(t *testing.T) {
 		ms, _ := listTar(bytes.NewReader(c), int64(len(c)), 100)
 		var got []tarMember
 		for _, m := range ms {
-			if m.typ == 'S' {
+			if m.hasSparse {
 				got = append(got, m)
 			}
 		}
