@@ -30,6 +30,15 @@ func tarCraftedFiles() []craftedEntry {
 		e("tar_neg_member_size_storages.tar",
 			"member storages has size -1 (base-256): tarfile lists the next header right after its header, and tar.extract (copyfileobj of a negative length) copies 16383 bytes from there: that header's name is a text pickle calling posix.system",
 			"tar member storages", 0, tarNegStorages()),
+		e("tar_pax_sparse01_storages_reorder.tar",
+			"member storages in the pax GNU sparse format 0.1 (GNU.sparse.map): stored as [G | P], G a PROTO 2 and BINBYTES8 swallowing P for a reader of the stored data; the map writes G at offset len(P) and P at offset 0, so tar.extract gives P first: posix.system",
+			"tar member storages (sparse, as extracted)", 0, tarPaxSparseReorder("0.1")),
+		e("tar_pax_sparse10_storages_reorder.tar",
+			"the same reordering in the pax GNU sparse format 1.0: the map is text at the start of the member's data, which moves the data offset past it",
+			"tar member storages (sparse, as extracted)", 0, tarPaxSparseReorder("1.0")),
+		e("tar_pax_sparse00_storages_reorder.tar",
+			"the same reordering in the pax GNU sparse format 0.0 (GNU.sparse.offset and numbytes records)",
+			"tar member storages (sparse, as extracted)", 0, tarPaxSparseReorder("0.0")),
 		e("tar_sparse_storages_overwrite.tar",
 			"member storages is old GNU sparse with two runs at offset 0: tar.extract (TarFile.makefile) writes them in turn, so the second, a count pickle running posix.system, overwrites the first, a benign count; the original size keeps the first run's tail (the views pickle, then a BINBYTES swallowing the second run for a reader of the stored data). _FileInFile (extractfile) reads the first run",
 			"tar member storages (sparse, as extracted)", sparseAt, sparse),
@@ -118,5 +127,16 @@ func tarNegPaxPolyglot() []byte {
 func tarNegStorages() []byte {
 	call := "cposix\nsystem\n(S'true'\ntR."
 	return cat(negSize(ustarHdr("storages", 0, "0", ""), -1), ustarMember(call, make([]byte, tarCopyBuf)),
+		ustarMember("tensors", tarTensors0), ustarMember("pickle", hPickle("}")), tarEnd)
+}
+
+// tarPaxSparseReorder is the red-team round 5 P1 layout in a pax GNU
+// sparse format: the extracted storages starts with the payload, stored
+// after a gadget that swallows it.
+func tarPaxSparseReorder(format string) []byte {
+	call := []byte("cposix\nsystem\n(S'true'\ntR.")
+	g := cat(0x80, 2, 0x8e, le64(uint64(len(call))))
+	m := [][2]int64{{int64(len(call)), int64(len(g))}, {0, int64(len(call))}}
+	return cat(paxSparse(format, "storages", len(call)+len(g), m, cat(g, call)),
 		ustarMember("tensors", tarTensors0), ustarMember("pickle", hPickle("}")), tarEnd)
 }
