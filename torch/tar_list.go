@@ -334,7 +334,7 @@ func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec) tar
 	minor, _ := pax.get("GNU.sparse.minor")
 	_, v00 := pax.get("GNU.sparse.size")
 	if smap, ok := pax.get("GNU.sparse.map"); ok {
-		for _, f := range strings.Split(smap, ",") {
+		for _, f := range strings.SplitN(smap, ",", 2*maxSparseStructs+1) {
 			n, ok := pyInt(f)
 			if !ok {
 				t.problem("tar member %q at offset %d: GNU.sparse.map holds %q, not a number (Python raises ValueError)", next.name, m.header, clip(f))

@@ -472,7 +472,7 @@ func TestTarLinkCasesDangerous(t *testing.T) {
 func FuzzTarList(f *testing.F) {
 	sp, _ := tarSparseOverwrite()
 	self, _ := tarSymlinkSelfFD()
-	for _, c := range slices.Concat(tarListCases(), tarLinkCases(), tarExtractCases(), tarNegCases(), tarNegGoCases(), [][]byte{sp, self}) {
+	for _, c := range slices.Concat(tarListCases(), tarLinkCases(), tarExtractCases(), tarNegCases(), tarNegGoCases(), tarPaxSparseCases(), [][]byte{sp, self}) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
