@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // tarReadByTorch are the members torch's legacy tar loader extracts and
@@ -26,7 +27,10 @@ var tarReadByTorch = map[string]bool{"storages": true, "tensors": true, "pickle"
 func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	lists, problems := listTarVariants(r, size, lim.MaxZipEntries)
 	for _, p := range problems {
-		rep.addProblem("tar: " + p)
+		if !strings.HasPrefix(p, "tar: ") {
+			p = "tar: " + p
+		}
+		rep.addProblem(p)
 	}
 	type job struct {
 		name    string // what torch reads it as
