@@ -188,17 +188,27 @@ func (t *tarLister) procBuiltin(m *tarMember) (*tarMember, tarHeaderErr) {
 	return m, tarOK
 }
 
-// procGnulong is _proc_gnulong: the name (or link name) replaces the one
-// of the member read after it, whatever pax records said.
-func (t *tarLister) procGnulong(m *tarMember) (*tarMember, tarHeaderErr) {
+// extensionData reads an extension header's data as tarfile does: its
+// size rounded up to whole blocks, a negative size as the release handles
+// it; false when the release raises.
+func (t *tarLister) extensionData(m *tarMember) ([]byte, bool) {
 	if m.size < 0 {
 		t.negative(m)
 	}
 	k, ok := t.block(m.size)
 	if !ok {
+		return nil, false
+	}
+	return t.read(k), true
+}
+
+// procGnulong is _proc_gnulong: the name (or link name) replaces the one
+// of the member read after it, whatever pax records said.
+func (t *tarLister) procGnulong(m *tarMember) (*tarMember, tarHeaderErr) {
+	buf, ok := t.extensionData(m)
+	if !ok {
 		return nil, tarInvalid
 	}
-	buf := t.read(k)
 	next, e := t.fromtarfile(!t.v.noFollowDircheck)
 	if e != tarOK {
 		return t.subsequent(m, e)
@@ -256,14 +266,10 @@ func (t *tarLister) procSparse(m *tarMember) (*tarMember, tarHeaderErr) {
 
 // procPax is _proc_pax.
 func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
-	if m.size < 0 {
-		t.negative(m)
-	}
-	k, ok := t.block(m.size)
+	buf, ok := t.extensionData(m)
 	if !ok {
 		return nil, tarInvalid
 	}
-	buf := t.read(k)
 	recs, ok := parsePaxRecords(buf, t.v.strictPax)
 	if !ok {
 		return nil, tarInvalid
