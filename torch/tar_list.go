@@ -6,7 +6,9 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Listing a tar the way Python's tarfile does (TarFile.next and
@@ -292,7 +294,7 @@ func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
 	if m.typ == 'g' {
 		pax = t.global
 	}
-	if e := t.paxSparse(m, next, pax, recs); e != tarOK {
+	if e := t.paxSparse(m, next, pax, recs, buf); e != tarOK {
 		return nil, e
 	}
 	if m.typ != 'g' {
@@ -318,6 +320,13 @@ func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
 	return next, tarOK
 }
 
+// sparse00Old are the regexes older releases' _proc_gnusparse_00 runs over
+// the raw pax data (bytes patterns: \d is ASCII, '.' any byte but '\n').
+var sparse00Old = struct{ offset, numbytes *regexp.Regexp }{
+	regexp.MustCompile(`\d+ GNU.sparse.offset=(\d+)\n`),
+	regexp.MustCompile(`\d+ GNU.sparse.numbytes=(\d+)\n`),
+}
+
 // paxSparse is the GNU sparse part of _proc_pax: format 0.1 (the
 // GNU.sparse.map record, int() of each comma-separated number: a
 // ValueError is fatal), else 0.0 (the GNU.sparse.offset and numbytes
@@ -326,7 +335,7 @@ func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
 // start of the data, a count then numbers, each ended by a newline, read
 // block by block; the data starts after it). next gets the map as
 // tarinfo.sparse; its size is then set by GNU.sparse.size or realsize.
-func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec) tarHeaderErr {
+func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec, buf []byte) tarHeaderErr {
 	var nums []int64
 	add := func(n int64) bool {
 		if len(nums) >= 2*maxSparseStructs {
@@ -349,6 +358,26 @@ func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec) tar
 			if !add(n) {
 				return tarFatal
 			}
+		}
+	} else if v00 && !t.v.strictPax {
+		// Older releases search the raw pax data with a regex whose '.'
+		// matches any byte, inside other records' values too.
+		// Each byte becomes one rune, so that '.' matches one byte, as in
+		// a Python bytes pattern (not a UTF-8 sequence).
+		raw := make([]rune, len(buf))
+		for i, c := range buf {
+			raw[i] = rune(c)
+		}
+		text := string(raw)
+		offs, lens := sparse00Old.offset.FindAllStringSubmatch(text, maxSparseStructs+1), sparse00Old.numbytes.FindAllStringSubmatch(text, maxSparseStructs+1)
+		if len(offs) > maxSparseStructs || len(lens) > maxSparseStructs {
+			t.problem("tar member %q at offset %d: more than %d pax sparse structs", next.name, m.header, maxSparseStructs)
+			return tarFatal
+		}
+		for i := 0; i < min(len(offs), len(lens)); i++ {
+			o, _ := pyInt(offs[i][1])
+			n, _ := pyInt(lens[i][1])
+			nums = append(nums, o, n)
 		}
 	} else if v00 {
 		var offs, lens []int64
@@ -451,12 +480,41 @@ func (t *tarLister) applyPax(m *tarMember, pax paxMap) bool {
 	return true
 }
 
+// pyDecimalASCII is what int(str) parses: CPython first turns every Unicode
+// decimal digit (category Nd, e.g. fullwidth or Arabic-Indic) into its
+// ASCII digit and every Unicode whitespace into a space
+// (_PyUnicode_TransformDecimalAndSpaceToASCII); anything else non-ASCII
+// becomes '?', which no number contains.
+func pyDecimalASCII(s string) []byte {
+	out := make([]byte, 0, len(s))
+	for _, r := range s {
+		switch {
+		case r < 0x80:
+			out = append(out, byte(r))
+		case unicode.Is(unicode.Nd, r):
+			// Nd digits come in runs of ten from 0 (several runs may
+			// follow each other): the value is the distance from the run's
+			// start, modulo ten.
+			start := r
+			for unicode.Is(unicode.Nd, start-1) {
+				start--
+			}
+			out = append(out, byte('0'+(r-start)%10))
+		case unicode.IsSpace(r):
+			out = append(out, ' ')
+		default:
+			out = append(out, '?')
+		}
+	}
+	return out
+}
+
 // pyInt is int(s) for a str, saturated to int64.
 func pyInt(s string) (int64, bool) {
 	if strings.IndexByte(s, 0) >= 0 {
 		return 0, false
 	}
-	v, ok := parsePyLong([]byte(s), 10)
+	v, ok := parsePyLong(pyDecimalASCII(s), 10)
 	if !ok {
 		return 0, false
 	}
