@@ -21,6 +21,7 @@ func TestRedTeamScripts(t *testing.T) {
 		"round4/a1_sparse_overwrite", "round4/a2_selffd_symlink", "round4/b2_overlap_walk",
 		"round5/p1_pax_sparse01", "round5/p2_neg_pax", "round5/p3_clean_polyglot",
 		"round6/u1_unicode_pax_size", "round6/u2_unicode_sparse_realsize", "round6/u3_sparse00_regex",
+		"round7/z1_shared_header_usize", "round7/z2_fallback_csize", "round7/z3_eocd_window",
 	}
 	for _, s := range scripts {
 		t.Run(s, func(t *testing.T) {

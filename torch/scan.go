@@ -426,7 +426,7 @@ func scanLegacyTail(r io.ReaderAt, size, pos int64, keys any, storages map[strin
 // other tools would read it as a zip archive. Its pickles are scanned and
 // the file is a polyglot.
 func scanZipPolyglot(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
-	tail := make([]byte, min(size, lenEnd+65535))
+	tail := make([]byte, min(size, maxEndSearch))
 	if readFull(r, tail, size-int64(len(tail))) != nil || !bytes.Contains(tail, []byte("PK\x05\x06")) {
 		return
 	}
@@ -465,7 +465,7 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 	scanZipGaps(z, rep)
 	nData := 0
 	var spent int64 // file bytes decoded so far; see openZip
-	scanned := map[[3]int64]bool{}
+	scanned := map[[4]int64]bool{}
 	walkedAll := false
 	exempt := 0 // data.pkl members decoded whatever the overlap
 	// overlap skips a member whose bytes were already scanned (many central
@@ -474,7 +474,10 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 	// each would cost (entries x file size): the whole file is then walked
 	// once instead, which sees every STORED byte.
 	overlap := func(e *zipEntry) bool {
-		k := [3]int64{e.dataOff, e.csize, int64(e.method)}
+		// the declared size is part of the record: miniz reads usize bytes
+		// of a STORED entry, so two entries sharing data but not usize are
+		// two different pickles
+		k := [4]int64{e.dataOff, e.csize, e.usize, int64(e.method)}
 		if scanned[k] {
 			return true
 		}

@@ -15,6 +15,11 @@ import (
 // of every local header found at any offset (including one nested inside
 // another member's data).
 
+// maxEndSearch is how far from the end of the file miniz may find an end
+// record: it scans back in 4 KiB chunks and stops only after a chunk that
+// starts 65,557 bytes or more from the end.
+const maxEndSearch = lenEnd + 65535 + 4096
+
 // maxDirCandidates bounds the end records tried.
 const maxDirCandidates = 64
 
@@ -89,7 +94,7 @@ func (f *zipFallback) scanMember(name string, method uint16, data, n int64) {
 // end record (each signature in the last 64 KiB, and the zip64 record its
 // locator points at) names.
 func (f *zipFallback) scanCandidateDirs() {
-	tailLen := min(f.size, lenEnd+65535)
+	tailLen := min(f.size, maxEndSearch)
 	tail := make([]byte, tailLen)
 	if readFull(f.r, tail, f.size-tailLen) != nil {
 		return
@@ -174,7 +179,13 @@ func (f *zipFallback) scanDir(cd []byte, n int64) {
 			continue
 		}
 		data := ent.lho + lenLocal + int64(binary.LittleEndian.Uint16(hdr[26:])) + int64(binary.LittleEndian.Uint16(hdr[28:]))
-		f.scanMember(ent.name, ent.method, data, ent.csize)
+		n := ent.csize
+		if ent.method == 0 {
+			// miniz reads usize bytes of a STORED entry (its csize check
+			// can be defeated): scan the longer of the two
+			n = max(n, ent.usize)
+		}
+		f.scanMember(ent.name, ent.method, data, n)
 	}
 }
 
@@ -204,11 +215,19 @@ func (f *zipFallback) scanLocalHeaders() {
 		}
 		// The member ends at its declared size if there is one, else (a
 		// data descriptor, or a zip64 size) at the next local header.
-		end := int64(-1)
+		// A STORED member is scanned at least to the next signature: a
+		// reader sizing it from a central directory we could not use may
+		// read more than its local header says.
+		next := findSig(f.r, data, f.size)
+		if next < 0 {
+			next = f.size
+		}
+		end := next
 		if flags&0x8 == 0 && csize > 0 && csize != 0xffffffff && csize <= f.size-data {
 			end = data + csize
-		} else if end = findSig(f.r, data, f.size); end < 0 {
-			end = f.size
+			if method == 0 {
+				end = max(end, next)
+			}
 		}
 		f.scanMember(string(name), method, data, end-data)
 	}
