@@ -474,7 +474,8 @@ func TestHostileZipNames(t *testing.T) {
 		kind    error
 		msg     string
 	}{
-		{"NUL suffix", []hEntry{{name: "archive/data.pkl\x00", data: benign}, st, ver}, ErrCorrupt, "no <prefix>/data.pkl"},
+		{"NUL suffix", []hEntry{{name: "archive/data.pkl\x00", data: benign}, st, ver}, ErrCorrupt, "NUL byte"},
+		{"directory entry", []hEntry{{name: "archive/data.pkl", data: benign}, st, ver, {name: "archive/extra/", data: []byte("x")}}, ErrCorrupt, "marked as a directory"},
 		{"double slash", []hEntry{{name: "archive//data.pkl", data: benign}, st, ver}, ErrCorrupt, "no <prefix>/data.pkl"},
 		{"backslash", []hEntry{{name: "archive\\data.pkl", data: benign}, st, ver}, ErrCorrupt, "top-level folder"},
 		{"absolute", []hEntry{{name: "/archive/data.pkl", data: benign}, st, ver}, ErrCorrupt, "top-level folder"},

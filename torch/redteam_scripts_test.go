@@ -3,6 +3,7 @@ package torch
 import (
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -22,8 +23,13 @@ func TestRedTeamScripts(t *testing.T) {
 		"round5/p1_pax_sparse01", "round5/p2_neg_pax", "round5/p3_clean_polyglot",
 		"round6/u1_unicode_pax_size", "round6/u2_unicode_sparse_realsize", "round6/u3_sparse00_regex",
 		"round7/z1_shared_header_usize", "round7/z2_fallback_csize", "round7/z3_eocd_window",
+		// round 8: torch would read other bytes than the ones checked, or
+		// a different archive; never clean, and Open refuses
+		"round8/d1_dir_attr?", "round8/x1_zip64_ext_sector?", "round8/n1_nul_constants?",
 	}
 	for _, s := range scripts {
+		notClean := strings.HasSuffix(s, "?")
+		s = strings.TrimSuffix(s, "?")
 		t.Run(s, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "attack")
 			script := filepath.Join(testdata, "redteam", s+".py")
@@ -38,7 +44,11 @@ func TestRedTeamScripts(t *testing.T) {
 			for _, g := range rep.Globals {
 				named = named || (g.String() == "posix.system" && !g.Allowed)
 			}
-			if rep.Verdict() != VerdictDangerous || !named {
+			if notClean {
+				if rep.Verdict() == VerdictClean {
+					t.Errorf("verdict clean; want anything else")
+				}
+			} else if rep.Verdict() != VerdictDangerous || !named {
 				t.Errorf("verdict %s, posix.system named %v; problems %q", rep.Verdict(), named, rep.Problems)
 			}
 			if c, err := Open(out); err == nil {

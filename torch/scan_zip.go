@@ -96,7 +96,11 @@ func scanZipGaps(z *zipArchive, rep *ScanReport) {
 		var h [12]byte
 		if readFull(z.r, h[:], z.cdEnd) == nil {
 			if n := binary.LittleEndian.Uint64(h[4:]); n <= uint64(z.eocd-z.cdEnd) {
-				spans = append(spans, span{z.cdEnd, z.cdEnd + 12 + int64(n)})
+				// only the record's 56 fixed bytes: an "extensible data
+				// sector" after them is unexplained bytes (another archive
+				// can hide there, for a reader that looks for a zip64
+				// record just before the locator)
+				spans = append(spans, span{z.cdEnd, z.cdEnd + min(12+int64(n), 56)})
 			}
 		}
 		spans = append(spans, span{z.eocd - lenLocator, z.eocd})

@@ -172,6 +172,18 @@ func readZip(r io.ReaderAt, size int64, lim *Limits) (*zipArchive, error) {
 		if err := ent.zip64(h[lenCentral+nl : lenCentral+nl+el]); err != "" {
 			return nil, newError(ErrCorrupt, ent.name, -1, "%s", err)
 		}
+		// miniz "extracts" an entry it takes for a directory (a name
+		// ending in '/', or the DOS directory bit in the external
+		// attributes) by reading nothing: torch would unpickle a buffer
+		// it never filled. torch writes no directory entries.
+		if ext := binary.LittleEndian.Uint32(h[38:]); ext&0x10 != 0 || strings.HasSuffix(ent.name, "/") {
+			z.problem(ErrCorrupt, ent.name, "entry is marked as a directory (external attributes 0x%x): torch's reader returns it unread", ext)
+		}
+		// torch's reader cuts names at a NUL (C strings): "x/constants.pkl\x00"
+		// is constants.pkl to it
+		if strings.IndexByte(ent.name, 0) >= 0 {
+			z.problem(ErrCorrupt, ent.name, "entry name contains a NUL byte (torch's reader cuts the name there)")
+		}
 		p += lenCentral + nl + el + cl
 		z.entries = append(z.entries, ent)
 		if _, dup := z.byName[ent.name]; dup {
