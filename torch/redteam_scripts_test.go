@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,9 @@ func TestRedTeamScripts(t *testing.T) {
 		t.Run(s, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "attack")
 			script := filepath.Join(testdata, "redteam", s+".py")
-			if b, err := exec.Command(py, script, out).CombinedOutput(); err != nil {
+			cmd := exec.Command(py, script, out)
+			cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // nothing written into testdata
+			if b, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%s: %v\n%s", script, err, b)
 			}
 			rep, err := ScanFile(out)
