@@ -206,14 +206,22 @@ func readZip(r io.ReaderAt, size int64, lim *Limits) (*zipArchive, error) {
 	return z, nil
 }
 
-// zip64 applies a ZIP64 extended-information extra field, if any.
+// zip64 applies a ZIP64 extended-information extra field, if any. An entry
+// with two of them is refused: miniz applies the first, other readers the
+// last, so the two fields can point torch at another local header than the
+// one checked.
 func (e *zipEntry) zip64(extra []byte) string {
+	seen := false
 	for len(extra) >= 4 {
 		id, sz := binary.LittleEndian.Uint16(extra), int(binary.LittleEndian.Uint16(extra[2:]))
 		if 4+sz > len(extra) {
 			return "malformed extra field"
 		}
 		if id == 0x0001 {
+			if seen {
+				return "two zip64 extra fields (zip readers disagree on which one counts)"
+			}
+			seen = true
 			f := extra[4 : 4+sz]
 			next := func(v *int64) bool {
 				if len(f) < 8 {
@@ -372,6 +380,21 @@ func (z *zipArchive) pickleReader(e *zipEntry, max int64) (io.ReaderAt, int64, i
 		return bytes.NewReader(buf.Bytes()), 0, int64(buf.Len()), true
 	}
 	return nil, 0, 0, false
+}
+
+// lookup finds a record as torch's reader (miniz) does: by name, letters
+// compared without case. Names differing only in case are refused when the
+// archive is read, so the match is unique.
+func (z *zipArchive) lookup(name string) *zipEntry {
+	if e := z.byName[name]; e != nil {
+		return e
+	}
+	for _, e := range z.entries {
+		if asciiLower(e.name) == asciiLower(name) {
+			return e
+		}
+	}
+	return nil
 }
 
 // asciiLower folds ASCII letters only, like miniz's name comparison.

@@ -66,7 +66,7 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e := z.byName[prefix+"/byteorder"]; e != nil {
+	if e := z.lookup(prefix + "/byteorder"); e != nil {
 		b, err := z.readSmall(e, 64)
 		if err != nil {
 			return nil, err
@@ -160,7 +160,7 @@ func zipVersion(z *zipArchive, prefix string) (string, error) {
 	var version string
 	found := false
 	for _, name := range []string{prefix + "/version", prefix + "/.data/version"} {
-		e := z.byName[name]
+		e := z.lookup(name)
 		if e == nil {
 			continue
 		}
@@ -198,7 +198,7 @@ func zipStorage(z *zipArchive, prefix string, ref *storageRef) (*Storage, error)
 		return nil, newError(ErrCorrupt, "", -1, "storage key %q is not a plain record name", ref.key)
 	}
 	name := prefix + "/data/" + ref.key
-	e := z.byName[name]
+	e := z.lookup(name)
 	if e == nil {
 		return nil, newError(ErrCorrupt, "", -1, "storage %q: record %s is missing", ref.key, name)
 	}
