@@ -1,8 +1,8 @@
 # archive/BYTEORDER = "big": miniz's case-insensitive lookup finds it for has_record("byteorder"),
 # our byName (exact) does not. torch byte-swaps the storages; we convert them unswapped.
 import sys, struct, zlib
-sys.path.insert(0, '/tmp/redteam9')
-exec(open('/tmp/redteam9/z64_first_field.py').read().split("PKL = b'archive/data.pkl'")[0].split("out, mode")[0])
+import os; sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'z64_first_field.py')).read().split("PKL = b'archive/data.pkl'")[0].split("out, mode")[0])
 def u(s):
     s = s.encode(); return b'X' + struct.pack('<I', len(s)) + s
 B = (b'\x80\x02}' + u('w') + b'ctorch._utils\n_rebuild_tensor_v2\n(' + b'(' + u('storage') + b'ctorch\nFloatStorage\n'
