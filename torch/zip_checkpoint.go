@@ -57,7 +57,14 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		return nil, newError(ErrCorrupt, pkls[0].e.name, -1, "pickle record is not spelled %q (torch would match it case-insensitively)", want)
 	}
 	for _, e := range z.entries {
-		rest := strings.TrimPrefix(e.name, prefix+"/")
+		// torch lists records through a 512-byte buffer (names cut at 511
+		// bytes), and jit.load then finds them without case: compare what
+		// either sees
+		name := e.name
+		if len(name) > 511 {
+			name = name[:511]
+		}
+		rest := asciiLower(strings.TrimPrefix(name, prefix+"/"))
 		if rest == "constants.pkl" || strings.HasPrefix(rest, "code/") {
 			return nil, newError(ErrUnsupported, e.name, -1, "TorchScript archive (torch.jit.save); only torch.save checkpoints are supported")
 		}
