@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strings"
 )
 
 // reduce handles REDUCE: only allowlisted callables, each turned into an
@@ -475,10 +476,36 @@ func describeNum(v any) string {
 
 // build handles BUILD: only OrderedDict instances with a dict state (the
 // _metadata attribute of state_dict()).
+// orderedDictMethods are the names a BUILD state may not put into an
+// OrderedDict's __dict__.
+var orderedDictMethods = map[string]bool{"keys": true, "values": true, "items": true, "get": true, "pop": true,
+	"popitem": true, "setdefault": true, "update": true, "copy": true, "clear": true, "move_to_end": true,
+	"fromkeys": true, "append": true, "extend": true}
+
 func (m *vm) build(inst, state any, off int64) error {
 	d, ok := inst.(*dict)
 	st, ok2 := state.(*dict)
 	if ok && d.ordered && ok2 {
+		// The state goes into the instance's __dict__, where a name
+		// CPython looks up later (__setstate__ on the next BUILD, keys
+		// when the dict is copied, ...) would be called: torch's
+		// _metadata needs none of them, and only one BUILD.
+		bad := ""
+		if d.state != nil {
+			bad = "a second BUILD on one OrderedDict (CPython would call a __setstate__ the first one stored)"
+		}
+		for _, k := range st.keys {
+			if s, isStr := k.(string); bad == "" && (!isStr || strings.HasPrefix(s, "__") || orderedDictMethods[s]) {
+				bad = fmt.Sprintf("BUILD state key %s would shadow an OrderedDict attribute CPython may call", describe(k))
+			}
+		}
+		if bad != "" {
+			if m.scan != nil {
+				m.scan.opcode(opBuild, off, "OrderedDict state that shadows a method")
+				return nil
+			}
+			return m.errf(ErrNotAllowed, off, "%s", bad)
+		}
 		d.state = st
 		return nil
 	}

@@ -150,3 +150,27 @@ func TestByteorderFoundWithoutCase(t *testing.T) {
 	_, err := openBytes(t, b)
 	wantErr(t, "BYTEORDER big", err, ErrUnsupported, "big-endian")
 }
+
+// Red-team round 11: a BUILD state that puts __setstate__ (or a method
+// name) into an OrderedDict's __dict__ makes CPython call it later; such
+// states, and a second BUILD, are refused by Open and dangerous to Scan.
+func TestOrderedDictBuildShadowing(t *testing.T) {
+	od := "ccollections\nOrderedDict\n)R"
+	for name, body := range map[string][]any{
+		"__setstate__": {od, "}", hStr("__setstate__"), "ccollections\nOrderedDict\n", "s", "b"},
+		"keys":         {od, "}", hStr("keys"), hInt(1), "s", "b"},
+		"second BUILD": {od, "}", hStr("_metadata"), "}", "s", "b", "}", hStr("_metadata"), "}", "s", "b"},
+	} {
+		b := hZip([]hEntry{{name: "archive/data.pkl", data: hPickle(body...)}, {name: "archive/version", data: []byte("3\n")}}, nil)
+		_, err := openBytes(t, b)
+		wantErr(t, name, err, ErrNotAllowed, "BUILD")
+		if v := scanBytes(t, b).Verdict(); v == VerdictClean {
+			t.Errorf("%s: scan says clean", name)
+		}
+	}
+	// torch's own _metadata state is fine
+	ok := hZip([]hEntry{{name: "archive/data.pkl", data: hPickle(od, "}", hStr("_metadata"), "}", "s", "b")}, {name: "archive/version", data: []byte("3\n")}}, nil)
+	if _, err := openBytes(t, ok); err != nil {
+		t.Errorf("a _metadata state: %v", err)
+	}
+}
