@@ -83,26 +83,21 @@ func compare16(r *chunkResult, a, b []byte, dt safetensors.DType, eps float64) b
 
 // compareF32 is compareScalar for float32, with the AVX2 kernel where the
 // CPU has it.
-func compareF32(r *chunkResult, x, y []float32, eps float64) {
-	y = y[:len(x)]
-	for useAVX2 && len(x) >= 8 {
-		n := min(len(x)&^7, kernelRun)
-		var o kernelOut
-		cmpF32AVX2(&x[0], &y[0], n, eps, &o)
-		o.addTo(r)
-		x, y = x[n:], y[n:]
-	}
-	compareScalar(r, x, y, eps)
-}
+func compareF32(r *chunkResult, x, y []float32, eps float64) { compareKernel(r, x, y, eps, cmpF32AVX2) }
 
 // compareF64 is compareScalar for float64, with the AVX2 kernel where the
 // CPU has it.
-func compareF64(r *chunkResult, x, y []float64, eps float64) {
+func compareF64(r *chunkResult, x, y []float64, eps float64) { compareKernel(r, x, y, eps, cmpF64AVX2) }
+
+// compareKernel runs kernel over whole groups of 8 elements, at most
+// kernelRun at a time (assembly cannot be preempted), and compareScalar
+// over the rest.
+func compareKernel[F float32 | float64](r *chunkResult, x, y []F, eps float64, kernel func(x, y *F, n int, eps float64, out *kernelOut)) {
 	y = y[:len(x)]
 	for useAVX2 && len(x) >= 8 {
 		n := min(len(x)&^7, kernelRun)
 		var o kernelOut
-		cmpF64AVX2(&x[0], &y[0], n, eps, &o)
+		kernel(&x[0], &y[0], n, eps, &o)
 		o.addTo(r)
 		x, y = x[n:], y[n:]
 	}

@@ -165,16 +165,23 @@ func (t *tarLister) negative(m *tarMember) {
 	t.problem("tar header at offset %d (%q) declares a negative size", m.header, m.name)
 }
 
+// dataBlocks returns the bytes tarfile steps over for m's data: its size
+// rounded up to whole blocks, a negative size as the release handles it;
+// false when the release raises.
+func (t *tarLister) dataBlocks(m *tarMember) (int64, bool) {
+	if m.size < 0 {
+		t.negative(m)
+	}
+	return t.block(m.size)
+}
+
 // procBuiltin is _proc_builtin: data after the header, the global pax
 // records applied, trailing slashes of a directory name dropped.
 func (t *tarLister) procBuiltin(m *tarMember) (*tarMember, tarHeaderErr) {
 	m.dataOff = t.pos
 	off := t.pos
 	if tarRegular(m.typ) {
-		if m.size < 0 {
-			t.negative(m)
-		}
-		k, ok := t.block(m.size)
+		k, ok := t.dataBlocks(m)
 		if !ok {
 			return nil, tarInvalid
 		}
@@ -194,10 +201,7 @@ func (t *tarLister) procBuiltin(m *tarMember) (*tarMember, tarHeaderErr) {
 // size rounded up to whole blocks, a negative size as the release handles
 // it; false when the release raises.
 func (t *tarLister) extensionData(m *tarMember) ([]byte, bool) {
-	if m.size < 0 {
-		t.negative(m)
-	}
-	k, ok := t.block(m.size)
+	k, ok := t.dataBlocks(m)
 	if !ok {
 		return nil, false
 	}
@@ -305,10 +309,7 @@ func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
 		if _, ok := pax.get("size"); ok {
 			off := next.dataOff
 			if tarRegular(next.typ) {
-				if next.size < 0 {
-					t.negative(next)
-				}
-				k, ok := t.block(next.size)
+				k, ok := t.dataBlocks(next)
 				if !ok {
 					return nil, tarInvalid
 				}
