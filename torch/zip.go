@@ -52,6 +52,7 @@ type zipArchive struct {
 	size     int64
 	entries  []*zipEntry
 	byName   map[string]*zipEntry // first entry of each name
+	folded   map[string]string    // ASCII-lowercased name -> the first name folding to it
 	cdOffset int64
 	cdEnd    int64 // end of the central directory: the zip64 end record or the end record
 	eocd     int64 // offset of the end of central directory record
@@ -149,6 +150,7 @@ func readZip(r io.ReaderAt, size int64, lim *Limits) (*zipArchive, error) {
 	}
 	z := &zipArchive{r: r, size: size, cdOffset: cdOff, cdEnd: cdEnd, eocd: eocd, byName: make(map[string]*zipEntry, n)}
 	folded := make(map[string]string, n)
+	z.folded = folded
 	p := 0
 	for i := int64(0); i < n; i++ {
 		if len(cd)-p < lenCentral || binary.LittleEndian.Uint32(cd[p:]) != sigCentral {
@@ -389,12 +391,7 @@ func (z *zipArchive) lookup(name string) *zipEntry {
 	if e := z.byName[name]; e != nil {
 		return e
 	}
-	for _, e := range z.entries {
-		if asciiLower(e.name) == asciiLower(name) {
-			return e
-		}
-	}
-	return nil
+	return z.byName[z.folded[asciiLower(name)]]
 }
 
 // asciiLower folds ASCII letters only, like miniz's name comparison.
