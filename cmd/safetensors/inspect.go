@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path"
@@ -67,60 +66,6 @@ not be read.`,
 	return cmd
 }
 
-// inspectJSON is the --json output of inspect, one object:
-//
-//	{
-//	  "file":         string  the path as given
-//	  "format":       string  "safetensors", or "pytorch-zip" / "pytorch-legacy" for a checkpoint
-//	  "file_size":    int     bytes
-//	  "header_size":  int     N, the header JSON length with padding; data starts at byte 8+N (0 for checkpoints)
-//	  "tensor_count": int     number of tensors in the file (before --filter)
-//	  "tensors": [            file order unless --sort; only those matching --filter
-//	    {"name": string, "dtype": string, "shape": [int], "data_offsets": [begin, end] (null for checkpoints),
-//	     "parameters": int, "bytes": int}
-//	  ],
-//	  "metadata":            {string: string}   {} when the file has none
-//	  "total_parameters":    int                over the listed tensors; a scalar counts 1
-//	  "total_bytes":         int                over the listed tensors
-//	  "parameters_by_dtype": {dtype: int}
-//	  "bytes_by_dtype":      {dtype: int}
-//	  "warnings":            [string]           [] when none
-//	}
-//
-// data_offsets are relative to the start of the data section, as in the file.
-type inspectJSON struct {
-	File              string            `json:"file"`
-	Format            string            `json:"format"`
-	FileSize          int64             `json:"file_size"`
-	HeaderSize        int64             `json:"header_size"`
-	TensorCount       int               `json:"tensor_count"`
-	Tensors           []tensorJSON      `json:"tensors"`
-	Metadata          map[string]string `json:"metadata"`
-	TotalParameters   int64             `json:"total_parameters"`
-	TotalBytes        int64             `json:"total_bytes"`
-	ParametersByDType map[string]int64  `json:"parameters_by_dtype"`
-	BytesByDType      map[string]int64  `json:"bytes_by_dtype"`
-	Warnings          []string          `json:"warnings"`
-	Shards            []shardJSON       `json:"shards"`
-}
-
-type shardJSON struct {
-	Name       string `json:"name"`
-	Tensors    int    `json:"tensors"`
-	Parameters int64  `json:"parameters"`
-	Bytes      int64  `json:"bytes"`
-}
-
-type tensorJSON struct {
-	Name        string    `json:"name"`
-	DType       string    `json:"dtype"`
-	Shape       []int64   `json:"shape"`
-	DataOffsets *[2]int64 `json:"data_offsets"`
-	Parameters  int64     `json:"parameters"`
-	Bytes       int64     `json:"bytes"`
-	Shard       string    `json:"shard,omitempty"`
-}
-
 // dtypeTotal accumulates one dtype's share.
 type dtypeTotal struct {
 	dtype         safetensors.DType
@@ -175,55 +120,7 @@ func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) e
 		return err
 	}
 	if fl.json {
-		out := inspectJSON{
-			File:              file,
-			Format:            f.format,
-			FileSize:          f.fileSize,
-			HeaderSize:        f.headerSize,
-			TensorCount:       len(f.Tensors),
-			Tensors:           make([]tensorJSON, len(tensors)),
-			Metadata:          f.Metadata,
-			TotalParameters:   totalParams,
-			TotalBytes:        totalBytes,
-			ParametersByDType: map[string]int64{},
-			BytesByDType:      map[string]int64{},
-			Warnings:          f.Warnings,
-			Shards:            []shardJSON{},
-		}
-		for _, sh := range f.shards {
-			out.Shards = append(out.Shards, shardJSON{Name: sh.Name, Tensors: sh.Tensors, Parameters: sh.Parameters, Bytes: sh.Bytes})
-		}
-		for i, t := range tensors {
-			shape := t.Shape
-			if shape == nil {
-				shape = []int64{}
-			}
-			out.Tensors[i] = tensorJSON{Name: t.Name, DType: t.DType.String(), Shape: shape,
-				Parameters: t.NumElements(), Bytes: f.bytes(t)}
-			if f.offsets {
-				offs := t.DataOffsets
-				out.Tensors[i].DataOffsets = &offs
-			}
-			if f.shardOf != nil {
-				out.Tensors[i].Shard = f.shardOf[t.Name]
-			}
-		}
-		if out.Metadata == nil {
-			out.Metadata = map[string]string{}
-		}
-		if out.Warnings == nil {
-			out.Warnings = []string{}
-		}
-		for d, v := range byDType {
-			out.ParametersByDType[d.String()] = v.params
-			out.BytesByDType[d.String()] = v.bytes
-		}
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		if len(out.Tensors) <= 1000 {
-			enc.SetIndent("", "  ")
-		}
-		return enc.Encode(out)
+		return f.Report(file, tensors).WriteJSON(w)
 	}
 
 	var b strings.Builder
@@ -233,7 +130,7 @@ func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) e
 		writeTree(&b, tensors)
 		b.WriteByte('\n')
 	default:
-		writeTensorTable(&b, tensors, fl.long && f.offsets, f.bytes)
+		writeTensorTable(&b, tensors, fl.long && f.Offsets, f.bytes)
 		b.WriteByte('\n')
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -243,21 +140,21 @@ func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) e
 
 	// Totals, like the Hub's "Model size: 8.03B params, Tensor type: BF16".
 	switch {
-	case f.format == "sharded":
-		fmt.Fprintf(&b, "model       %s: %s, %s of tensor data\n", display(file), plural(int64(len(f.shards)), "shard"), humanBytes(f.fileSize))
+	case f.Format == "sharded":
+		fmt.Fprintf(&b, "model       %s: %s, %s of tensor data\n", display(file), plural(int64(len(f.Shards)), "shard"), humanBytes(f.FileSize))
 		rows := [][]string{}
-		for _, sh := range f.shards {
+		for _, sh := range f.Shards {
 			rows = append(rows, []string{display(sh.Name), plural(int64(sh.Tensors), "tensor"), humanCount(sh.Parameters) + " params", humanBytes(sh.Bytes)})
 		}
 		writeColumns(&b, "  ", rows, []bool{false, true, true, true})
-	case f.dataSize > 0:
-		fmt.Fprintf(&b, "file        %s (%s, %s uncompressed, %.2f of the original)\n", display(file), humanBytes(f.fileSize), humanBytes(f.dataSize), float64(f.fileSize)/float64(f.dataSize))
-		fmt.Fprintf(&b, "format      %s: tensors and slices are read by decompressing only the frames that hold them\n", f.format)
+	case f.DataSize > 0:
+		fmt.Fprintf(&b, "file        %s (%s, %s uncompressed, %.2f of the original)\n", display(file), humanBytes(f.FileSize), humanBytes(f.DataSize), float64(f.FileSize)/float64(f.DataSize))
+		fmt.Fprintf(&b, "format      %s: tensors and slices are read by decompressing only the frames that hold them\n", f.Format)
 	default:
-		fmt.Fprintf(&b, "file        %s (%s)\n", display(file), humanBytes(f.fileSize))
+		fmt.Fprintf(&b, "file        %s (%s)\n", display(file), humanBytes(f.FileSize))
 	}
-	if strings.HasPrefix(f.format, "pytorch-") {
-		fmt.Fprintf(&b, "format      PyTorch checkpoint (%s), read without running it; `safetensors convert` makes a safetensors file\n", strings.TrimPrefix(f.format, "pytorch-"))
+	if strings.HasPrefix(f.Format, "pytorch-") {
+		fmt.Fprintf(&b, "format      PyTorch checkpoint (%s), read without running it; `safetensors convert` makes a safetensors file\n", strings.TrimPrefix(f.Format, "pytorch-"))
 	}
 	for _, n := range f.notes {
 		fmt.Fprintf(&b, "note        %s\n", n)
@@ -288,8 +185,8 @@ func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) e
 		b.WriteString("by dtype\n")
 		writeColumns(&b, "  ", rows, []bool{false, true, true, true, true})
 	}
-	if f.headerSize > 0 {
-		fmt.Fprintf(&b, "header      %s bytes, data starts at byte %s\n", groupDigits(f.headerSize), groupDigits(8+f.headerSize))
+	if f.HeaderSize > 0 {
+		fmt.Fprintf(&b, "header      %s bytes, data starts at byte %s\n", groupDigits(f.HeaderSize), groupDigits(8+f.HeaderSize))
 	}
 	if len(f.Metadata) > 0 {
 		b.WriteString("metadata\n")

@@ -1,136 +1,27 @@
 package main
 
 import (
-	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/inspect"
 )
 
-// treeNode is a dotted-name prefix and everything under it.
-type treeNode struct {
-	name     string
-	children []*treeNode
-	index    map[string]*treeNode
-	tensor   *safetensors.TensorInfo
-	params   int64
-	bytes    int64
-	count    int
-}
-
-func (n *treeNode) child(name string) *treeNode {
-	if c, ok := n.index[name]; ok {
-		return c
-	}
-	c := &treeNode{name: name, index: map[string]*treeNode{}}
-	n.index[name] = c
-	n.children = append(n.children, c)
-	return c
-}
-
-// signature describes a subtree's shape: names, dtypes and shapes, so that
-// the numbered layers of a model are recognised as copies of one another.
-func (n *treeNode) signature(b *strings.Builder) {
-	if n.tensor != nil {
-		fmt.Fprintf(b, "%s%v;", n.tensor.DType, n.tensor.Shape)
-	}
-	for _, c := range n.children {
-		b.WriteString(c.name)
-		b.WriteByte('{')
-		c.signature(b)
-		b.WriteByte('}')
-	}
-}
-
-// writeTree writes tensors grouped by dotted prefix with parameters per
-// group; runs of numbered siblings with the same structure (layers.0 …
-// layers.31) are shown once with a count, and single-child chains are
-// joined (model.decoder).
+// writeTree writes the library's tensor tree (inspect.Tree): tensors
+// grouped by dotted prefix with parameters per group, numbered layers of
+// the same structure shown once with a count.
 func writeTree(b *strings.Builder, tensors []safetensors.TensorInfo) {
-	root := &treeNode{index: map[string]*treeNode{}}
-	for i := range tensors {
-		t := &tensors[i]
-		n := root
-		n.params += t.NumElements()
-		n.bytes += t.Size()
-		n.count++
-		for _, part := range strings.Split(t.Name, ".") {
-			n = n.child(part)
-			n.params += t.NumElements()
-			n.bytes += t.Size()
-			n.count++
-		}
-		n.tensor = t
-	}
 	rows := [][]string{}
-	var walk func(n *treeNode, label string, depth int)
-	walk = func(n *treeNode, label string, depth int) {
-		// join single-child chains that hold no tensor themselves
-		for n.tensor == nil && len(n.children) == 1 && !isNumber(n.children[0].name) {
-			n = n.children[0]
-			label += "." + n.name
+	for _, r := range inspect.Tree(tensors) {
+		indent := strings.Repeat("  ", r.Depth)
+		switch {
+		case r.Tensor != nil:
+			rows = append(rows, []string{indent + display(r.Label), r.Tensor.DType.String() + " " + formatShape(r.Tensor.Shape), humanCount(r.Parameters), humanBytes(r.Bytes)})
+		case r.Repeat > 0:
+			rows = append(rows, []string{indent + r.Label, "each " + plural(int64(r.Tensors), "tensor"), humanCount(r.Parameters), humanBytes(r.Bytes)})
+		default:
+			rows = append(rows, []string{indent + display(r.Label), plural(int64(r.Tensors), "tensor"), humanCount(r.Parameters), humanBytes(r.Bytes)})
 		}
-		indent := strings.Repeat("  ", depth)
-		if n.tensor != nil && len(n.children) == 0 {
-			rows = append(rows, []string{indent + display(label), n.tensor.DType.String() + " " + formatShape(n.tensor.Shape), humanCount(n.params), humanBytes(n.bytes)})
-			return
-		}
-		rows = append(rows, []string{indent + display(label), plural(int64(n.count), "tensor"), humanCount(n.params), humanBytes(n.bytes)})
-		for _, group := range numberedRuns(n.children) {
-			if len(group) == 1 {
-				walk(group[0], group[0].name, depth+1)
-				continue
-			}
-			first, last := group[0], group[len(group)-1]
-			var total int64
-			for _, g := range group {
-				total += g.params
-			}
-			rows = append(rows, []string{indent + "  " + fmt.Sprintf("[%s-%s] x%d", first.name, last.name, len(group)),
-				"each " + plural(int64(first.count), "tensor"), humanCount(total), humanBytes(first.bytes * int64(len(group)))})
-			for _, c := range first.children {
-				walk(c, c.name, depth+2)
-			}
-		}
-	}
-	for _, c := range root.children {
-		walk(c, c.name, 0)
 	}
 	writeColumns(b, "", rows, []bool{false, false, true, true})
-}
-
-// numberedRuns groups consecutive numbered siblings with identical
-// structure; every other child is a group of one.
-func numberedRuns(children []*treeNode) [][]*treeNode {
-	var out [][]*treeNode
-	var sig string
-	for _, c := range children {
-		var sb strings.Builder
-		c.signature(&sb)
-		s := sb.String()
-		if k := len(out); k > 0 && isNumber(c.name) && isNumber(out[k-1][0].name) && s == sig {
-			prev := out[k-1][len(out[k-1])-1]
-			if a, _ := strconv.Atoi(prev.name); strconv.Itoa(a+1) == c.name {
-				out[k-1] = append(out[k-1], c)
-				continue
-			}
-		}
-		out = append(out, []*treeNode{c})
-		sig = s
-	}
-	return slices.Clip(out)
-}
-
-func isNumber(s string) bool {
-	if s == "" || len(s) > 9 {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
