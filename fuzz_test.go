@@ -117,7 +117,7 @@ func FuzzSlice(f *testing.F) {
 // naiveSlice selects from a U8 tensor whose element i holds byte i%251 by
 // enumerating positions one by one, the way Python does, as an independent
 // reference for the run planner.
-func naiveSlice(shape []int64, idx []Index) []byte {
+func naiveSlice(shape []int64, idx []Selector) []byte {
 	positions := make([][]int64, len(shape))
 	for d, n := range shape {
 		x := All()

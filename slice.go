@@ -8,31 +8,31 @@ import (
 	"strings"
 )
 
-// Index selects along one dimension, like one item of a Python subscript:
+// Selector selects along one dimension, like one item of a Python subscript:
 // a range start:stop:step, or a single index, which drops the dimension.
 // Negative positions count from the end. Unlike Python, positions outside
 // the dimension are errors rather than silently clamped.
-type Index struct {
+type Selector struct {
 	Start, Stop, Step int64
 	HasStart, HasStop bool // false means "from the beginning" / "to the end"
 	Single            bool // select the one position Start; the dimension is dropped
 }
 
 // All selects a whole dimension (":").
-func All() Index { return Index{} }
+func All() Selector { return Selector{} }
 
 // At selects position i and drops the dimension.
-func At(i int64) Index { return Index{Start: i, HasStart: true, Single: true} }
+func At(i int64) Selector { return Selector{Start: i, HasStart: true, Single: true} }
 
 // Range selects positions start up to (not including) stop.
-func Range(start, stop int64) Index {
-	return Index{Start: start, Stop: stop, HasStart: true, HasStop: true}
+func Range(start, stop int64) Selector {
+	return Selector{Start: start, Stop: stop, HasStart: true, HasStop: true}
 }
 
 // Every returns the range x with step step, like x[::step].
-func (x Index) Every(step int64) Index { x.Step = step; return x }
+func (x Selector) Every(step int64) Selector { x.Step = step; return x }
 
-func (x Index) String() string {
+func (x Selector) String() string {
 	if x.Single {
 		return strconv.FormatInt(x.Start, 10)
 	}
@@ -52,13 +52,13 @@ func (x Index) String() string {
 }
 
 // ParseSlice parses a subscript such as "0:2,:,-1" or "::2, 3" into one
-// Index per dimension. The empty string selects everything.
-func ParseSlice(spec string) ([]Index, error) {
+// Selector per dimension. The empty string selects everything.
+func ParseSlice(spec string) ([]Selector, error) {
 	if strings.TrimSpace(spec) == "" {
 		return nil, nil
 	}
 	parts := strings.Split(spec, ",")
-	out := make([]Index, 0, len(parts))
+	out := make([]Selector, 0, len(parts))
 	for i, p := range parts {
 		x, err := parseIndex(strings.TrimSpace(p))
 		if err != nil {
@@ -69,10 +69,10 @@ func ParseSlice(spec string) ([]Index, error) {
 	return out, nil
 }
 
-func parseIndex(s string) (Index, error) {
+func parseIndex(s string) (Selector, error) {
 	fields := strings.Split(s, ":")
 	if len(fields) > 3 {
-		return Index{}, fmt.Errorf("too many colons")
+		return Selector{}, fmt.Errorf("too many colons")
 	}
 	num := func(f string) (int64, bool, error) {
 		f = strings.TrimSpace(f)
@@ -88,14 +88,14 @@ func parseIndex(s string) (Index, error) {
 	if len(fields) == 1 {
 		v, ok, err := num(fields[0])
 		if err != nil {
-			return Index{}, err
+			return Selector{}, err
 		}
 		if !ok {
-			return Index{}, fmt.Errorf("empty index")
+			return Selector{}, fmt.Errorf("empty index")
 		}
 		return At(v), nil
 	}
-	var x Index
+	var x Selector
 	var err error
 	if x.Start, x.HasStart, err = num(fields[0]); err != nil {
 		return x, err
@@ -115,7 +115,7 @@ func parseIndex(s string) (Index, error) {
 	return x, nil
 }
 
-// dimSel is an Index resolved against a dimension: count positions from
+// dimSel is a Selector resolved against a dimension: count positions from
 // start, step apart.
 type dimSel struct {
 	start, step, count int64
@@ -123,7 +123,7 @@ type dimSel struct {
 }
 
 // resolve checks idx against shape and returns one selection per dimension.
-func resolve(shape []int64, idx []Index) ([]dimSel, error) {
+func resolve(shape []int64, idx []Selector) ([]dimSel, error) {
 	if len(idx) > len(shape) {
 		return nil, fmt.Errorf("%d indices for a tensor of %d dimensions (%w)", len(idx), len(shape), ErrSliceOutOfRange)
 	}
@@ -304,7 +304,7 @@ func (p *slicePlan) runs(f func(run) error) error {
 // Slice returns the part of the tensor that idx selects, as a new tensor
 // whose bytes are in memory. Only the byte runs the selection covers are
 // read. Fewer indices than dimensions select the remaining dimensions whole.
-func (t *Tensor) Slice(idx ...Index) (*Tensor, error) {
+func (t *Tensor) Slice(idx ...Selector) (*Tensor, error) {
 	sel, err := resolve(t.Shape, idx)
 	if err == nil {
 		var p *slicePlan

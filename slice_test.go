@@ -197,7 +197,7 @@ func TestSliceSubByte(t *testing.T) {
 	} else if b, _ := s.Bytes(); !bytes.Equal(b, []byte{1, 3, 5, 7}) {
 		t.Fatalf("got %v", b)
 	}
-	for _, idx := range [][]Index{{All(), Range(1, 3)}, {All(), At(0)}, {All(), All().Every(3)}} {
+	for _, idx := range [][]Selector{{All(), Range(1, 3)}, {All(), At(0)}, {All(), All().Every(3)}} {
 		if _, err := x.Slice(idx...); !errors.Is(err, ErrMisalignedSlice) {
 			t.Errorf("%v: got %v, want MisalignedSlice", idx, err)
 		}

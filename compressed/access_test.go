@@ -52,7 +52,7 @@ func TestFramesDecodedForReads(t *testing.T) {
 			ref, _ := want.Tensor("layers.0.weight")
 			refBytes, _ := ref.Copy()
 			count("the whole tensor", 2<<20/frameSize, w.Copy, refBytes)
-			rows := []safetensors.Index{safetensors.Range(512, 640)} // 1/8 of the rows: 256 KiB
+			rows := []safetensors.Selector{safetensors.Range(512, 640)} // 1/8 of the rows: 256 KiB
 			refRows, _ := ref.Slice(rows...)
 			rb, _ := refRows.Copy()
 			count("a 1/8 row slice", 256<<10/frameSize, func() ([]byte, error) {
@@ -63,7 +63,7 @@ func TestFramesDecodedForReads(t *testing.T) {
 				return s.Copy()
 			}, rb)
 			// A column slice touches every frame of the tensor, each once.
-			cols := []safetensors.Index{safetensors.All(), safetensors.Range(0, 128)}
+			cols := []safetensors.Selector{safetensors.All(), safetensors.Range(0, 128)}
 			refCols, _ := ref.Slice(cols...)
 			cb, _ := refCols.Copy()
 			count("a 1/8 column slice", 2<<20/frameSize, func() ([]byte, error) {

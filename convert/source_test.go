@@ -80,7 +80,7 @@ func TestSourceMatchesReferenceFiles(t *testing.T) {
 					t.Fatalf("%s: bytes differ", name)
 				}
 				if len(wi.Shape) >= 2 && wi.Shape[0] > 1 && wi.Shape[1] > 0 && wi.DType.Bits() >= 8 {
-					idx := []safetensors.Index{safetensors.Range(1, wi.Shape[0]), safetensors.Range(0, 1)}
+					idx := []safetensors.Selector{safetensors.Range(1, wi.Shape[0]), safetensors.Range(0, 1)}
 					ss, err := st.Slice(idx...)
 					if err != nil {
 						t.Fatal(err)
