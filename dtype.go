@@ -72,6 +72,21 @@ func (d DType) Bits() int {
 	return 0
 }
 
+// IsFloat reports whether d is a floating-point dtype, as torch's
+// is_floating_point says: F4, F6_E2M3, F6_E3M2, the F8 dtypes (F8_E8M0
+// scales included), F16, BF16, F32 and F64. Integers, BOOL and the complex
+// C64 are not.
+func (d DType) IsFloat() bool {
+	switch d {
+	case F4, F6_E2M3, F6_E3M2, F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ, F16, BF16, F32, F64:
+		return true
+	}
+	return false
+}
+
+// IsComplex reports whether d is a complex dtype (C64).
+func (d DType) IsComplex() bool { return d == C64 }
+
 // Size returns the size of one element in bytes, or 0 for the sub-byte
 // dtypes F4, F6_E2M3 and F6_E3M2, whose elements do not fill whole bytes.
 func (d DType) Size() int {

@@ -34,17 +34,6 @@ type Memory struct {
 	Adam, AdamF32, AdamMixed int64
 }
 
-// IsFloat reports whether dt holds floating-point parameters that are
-// cast and trained: not integers, BOOL, C64 or F8_E8M0 scales.
-func IsFloat(dt safetensors.DType) bool {
-	switch dt {
-	case safetensors.F4, safetensors.F6_E2M3, safetensors.F6_E3M2, safetensors.F8_E5M2, safetensors.F8_E4M3,
-		safetensors.F8_E4M3FNUZ, safetensors.F8_E5M2FNUZ, safetensors.F16, safetensors.BF16, safetensors.F32, safetensors.F64:
-		return true
-	}
-	return false
-}
-
 // EstimateMemory estimates the memory for every tensor of src from its
 // header alone: no tensor data is read.
 func EstimateMemory(src safetensors.Source) Memory {
@@ -58,6 +47,10 @@ func EstimateMemory(src safetensors.Source) Memory {
 	return EstimateInfos(infos)
 }
 
+// trained reports whether dt holds floating-point parameters that are cast
+// and trained: F8_E8M0 scales are floats but are not.
+func trained(dt safetensors.DType) bool { return dt.IsFloat() && dt != safetensors.F8_E8M0 }
+
 // EstimateInfos is [EstimateMemory] over tensor descriptions.
 func EstimateInfos(infos []safetensors.TensorInfo) Memory {
 	var m Memory
@@ -67,7 +60,7 @@ func EstimateInfos(infos []safetensors.TensorInfo) Memory {
 		size := t.Size()
 		m.Params = add(m.Params, n)
 		m.Stored = add(m.Stored, size)
-		if !IsFloat(t.DType) {
+		if !trained(t.DType) {
 			for _, p := range []*int64{&m.F32, &m.F16, &m.INT8, &m.INT4, &m.Adam, &m.AdamF32, &m.AdamMixed} {
 				*p = add(*p, size)
 			}

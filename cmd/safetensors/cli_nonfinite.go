@@ -10,15 +10,9 @@ import (
 // --full and stats agree for every dtype, the 8-bit floats included.
 type nonFinite struct{ nan, inf int64 }
 
-// hasFloatBits reports whether values of dtype d can be NaN or infinite.
-func hasFloatBits(d safetensors.DType) bool {
-	switch d {
-	case safetensors.F8_E5M2, safetensors.F8_E4M3, safetensors.F8_E8M0, safetensors.F8_E4M3FNUZ,
-		safetensors.F8_E5M2FNUZ, safetensors.F16, safetensors.BF16, safetensors.F32, safetensors.C64, safetensors.F64:
-		return true
-	}
-	return false
-}
+// hasFloatBits reports whether values of dtype d can be NaN or infinite:
+// floats of 8 bits and more, and complex values (F4 and F6 encode neither).
+func hasFloatBits(d safetensors.DType) bool { return d.IsFloat() && d.Bits() >= 8 || d.IsComplex() }
 
 // add counts the non-finite values among the whole elements of b, which
 // must start on an element boundary; a trailing partial element is ignored.
