@@ -44,6 +44,21 @@ var (
 	ErrClosed = errors.New("file already closed")
 )
 
+// Sentinels for writing, shared by every package of the module that writes
+// files (convert, sharded, compressed), as ErrOption is shared for options:
+// errors.Is(err, safetensors.ErrExists) holds whichever package wrote.
+var (
+	// ErrExists: an output file exists and overwriting was not asked for;
+	// nothing was written.
+	ErrExists = errors.New("output exists")
+	// ErrOutputIsInput: an output would replace a file being read (even
+	// with overwriting allowed); nothing was written.
+	ErrOutputIsInput = errors.New("output is one of the inputs")
+	// ErrVerify: a written file did not read back as what was written (a
+	// disk or file-system problem); the output was removed.
+	ErrVerify = errors.New("verification failed")
+)
+
 // FormatError describes a problem with a file or with a request made of it.
 // Offset is the absolute byte offset in the file where the problem was found,
 // or -1 when unknown.

@@ -23,7 +23,8 @@ var (
 	// ErrLimit: a frame, chunk or table claims more than the configured caps.
 	ErrLimit = errors.New("compressed data exceeds a limit")
 	// ErrExists: the output file exists and WithOverwrite was not given.
-	ErrExists = errors.New("output file exists")
+	// It is safetensors.ErrExists, shared by every package that writes.
+	ErrExists = safetensors.ErrExists
 	// ErrOption: an option was given an invalid value (a nil Option
 	// included). It is safetensors.ErrOption, the sentinel every package
 	// of the module wraps.

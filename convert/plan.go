@@ -21,11 +21,13 @@ var (
 	// safetensors dtype, two names collide.
 	ErrInput = errors.New("cannot convert")
 	// ErrExists reports an output file that already exists (see
-	// WithOverwrite).
-	ErrExists = errors.New("output already exists")
+	// WithOverwrite). It is safetensors.ErrExists, shared by every package
+	// that writes.
+	ErrExists = safetensors.ErrExists
 	// ErrVerify reports an output whose re-read tensors differ from the
-	// source: a disk or file-system problem. The output is removed.
-	ErrVerify = errors.New("verification failed")
+	// source: a disk or file-system problem. The output is removed. It is
+	// safetensors.ErrVerify.
+	ErrVerify = safetensors.ErrVerify
 )
 
 // OutputCapError is a conversion refused because views with zero strides

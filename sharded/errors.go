@@ -22,13 +22,16 @@ var (
 	ErrMismatch = errors.New("index and shards disagree")
 	// ErrNoModel: a directory holds no safetensors model, or several.
 	ErrNoModel = errors.New("no model found")
-	// ErrExists: an output exists and overwriting was not asked for.
-	ErrExists = errors.New("output exists")
+	// ErrExists: an output exists and overwriting was not asked for. It
+	// is safetensors.ErrExists, shared by every package that writes.
+	ErrExists = safetensors.ErrExists
 	// ErrOutputIsInput: an output would replace a file the source reads
-	// (a shard or the index), even with overwriting allowed.
-	ErrOutputIsInput = errors.New("output is one of the inputs")
-	// ErrVerify: a written file did not read back as what was written.
-	ErrVerify = errors.New("verification failed")
+	// (a shard or the index), even with overwriting allowed. It is
+	// safetensors.ErrOutputIsInput.
+	ErrOutputIsInput = safetensors.ErrOutputIsInput
+	// ErrVerify: a written file did not read back as what was written. It
+	// is safetensors.ErrVerify.
+	ErrVerify = safetensors.ErrVerify
 	// ErrOption: an option was given an invalid value (a nil option
 	// included). It is safetensors.ErrOption, the sentinel every package
 	// of the module wraps.
