@@ -73,7 +73,7 @@ type TensorReport struct {
 type Report struct {
 	Input     string            // checkpoint path
 	Output    string            // safetensors path; empty in a plan
-	Format    string            // checkpoint container: "zip" or "legacy"
+	Format    torch.Format      // checkpoint container: torch.FormatZip or torch.FormatLegacy
 	Unwrapped string            // entry whose contents were converted ("state_dict", "model", the WithKey entry) or "" for the root
 	Tensors   []TensorReport    // in file order
 	Removed   []Alias           // aliases dropped, sorted by name

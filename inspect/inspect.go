@@ -78,7 +78,7 @@ func Describe(m *source.Model) *Description {
 		}
 	case m.Checkpoint != nil:
 		ck := m.Checkpoint.Checkpoint()
-		out.Format = "pytorch-" + ck.Format
+		out.Format = "pytorch-" + ck.Format.String()
 		rep := m.Checkpoint.Report()
 		out.Conversion = rep
 		for _, t := range rep.Tensors {

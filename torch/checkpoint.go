@@ -13,7 +13,7 @@ import (
 // Checkpoint is an opened PyTorch checkpoint. Tensor data stays in the file
 // until Tensor.WriteTo is called.
 type Checkpoint struct {
-	Format  string  // "zip" or "legacy"
+	Format  Format  // FormatZip or FormatLegacy
 	Prefix  string  // zip folder prefix ("archive", "tiny_transformer"); "" for legacy
 	Version string  // zip "version" record (e.g. "3"); "" for legacy
 	Root    string  // Python type of the pickled root: "OrderedDict", "dict", "list", "tuple", "tensor", "int", ...

@@ -140,7 +140,7 @@ func TestFixturesConvert(t *testing.T) {
 				t.Fatalf("Open: %v", err)
 			}
 			defer c.Close()
-			if c.Format != sc.Format {
+			if c.Format.String() != sc.Format {
 				t.Errorf("format %q, want %q", c.Format, sc.Format)
 			}
 			if sc.ZipPrefix != nil && c.Prefix != *sc.ZipPrefix {

@@ -156,7 +156,7 @@ func FuzzScanTar(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if isTarStart(r, int64(len(b))) && !bytes.HasPrefix(b, []byte("PK\x03\x04")) && rep.Format != "tar" {
+			if isTarStart(r, int64(len(b))) && !bytes.HasPrefix(b, []byte("PK\x03\x04")) && rep.Format != FormatTar {
 				t.Fatalf("tar accepted but scanned as %s", rep.Format)
 			}
 		}

@@ -618,7 +618,7 @@ func TestHostileLegacy(t *testing.T) {
 	}
 	ok := hLegacy(obj(2), []string{"k"}, hLegacyStorage(2, f32s(2)))
 	c, err := openBytes(t, ok)
-	if err != nil || c.Format != "legacy" || c.Lookup("w").Numel() != 2 {
+	if err != nil || c.Format != FormatLegacy || c.Lookup("w").Numel() != 2 {
 		t.Fatalf("baseline: %v", err)
 	}
 	// the header says 3 elements, the pid 2: torch refuses ("wrong byte size")

@@ -91,7 +91,7 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 			return nil, newError(ErrCorrupt, "pickle 5", -1, "storage %q is not in the storage key list (no data)", key)
 		}
 	}
-	c := &Checkpoint{Format: "legacy", end: pos}
+	c := &Checkpoint{Format: FormatLegacy, end: pos}
 	if err := c.build(vals[3], stores, "pickle 4", lim.forPickle(objLen)); err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func Scan(r io.ReaderAt, size int64, name string, opts ...Option) (*ScanReport, 
 // report's verdict is clean.
 func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanReport, c *Checkpoint, err error) {
 	lim = lim.withInflateBudget(size)
-	rep = &ScanReport{Path: name, Format: "unknown"}
+	rep = &ScanReport{Path: name, Format: FormatUnknown}
 	defer func() {
 		// last line of defence, see NewReader
 		if p := recover(); p != nil {
@@ -76,20 +76,20 @@ func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanRepo
 	case kindEmpty:
 		rep.addProblem("empty file")
 	case kindZip:
-		rep.Format = "zip"
+		rep.Format = FormatZip
 		scanZip(r, size, lim, rep)
 	default:
 		if k == kindTar {
-			rep.Format = "tar"
+			rep.Format = FormatTar
 			scanTar(r, size, lim, rep)
 		}
 		f := scanStream(r, size, lim, rep)
 		switch {
-		case k == kindTar && f == "legacy":
+		case k == kindTar && f == FormatLegacy:
 			rep.addProblem("polyglot: the file is both a tar archive (Python's tarfile accepts its first header, so torch.load reads it as a pre-0.4 tar checkpoint) and a legacy checkpoint stream (what torch falls back to)")
 		case k == kindTar:
 			rep.addProblem("tar checkpoint (torch < 0.4, or a file whose first 512 bytes pass Python's tar header check) is not supported")
-		case f != "":
+		case f != FormatUnknown:
 			rep.Format = f
 		}
 		scanZipPolyglot(r, size, lim, rep)
@@ -98,7 +98,7 @@ func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanRepo
 	switch {
 	case rep.openErr == nil:
 		rep.Tensors = len(c.tensors)
-	case (rep.Format == "zip" || rep.Format == "legacy") && !isGlobalRefusal(rep.openErr):
+	case (rep.Format == FormatZip || rep.Format == FormatLegacy) && !isGlobalRefusal(rep.openErr):
 		// the structural checks of Open (storages present and large
 		// enough, views in bounds, version, byte order...) complete the audit
 		rep.addProblem(errMsg(rep.openErr))
@@ -173,9 +173,9 @@ func fastOpen(r io.ReaderAt, size int64, lim *Limits) (c *Checkpoint, err error)
 	}
 	rep := &ScanReport{}
 	switch c.Format {
-	case "zip":
+	case FormatZip:
 		scanZipExcept(r, size, lim, rep, c.pickleEntry)
-	case "legacy":
+	case FormatLegacy:
 		if c.end != size {
 			return nil, nil
 		}
@@ -339,9 +339,9 @@ func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanR
 // scanStream scans a file that is not a zip as torch's legacy loader reads
 // it: the legacy magic, protocol, sys_info, object and key-list pickles,
 // the storages, and anything after them; or a bare pickle (torch would
-// unpickle its first pickle before refusing it). It returns "legacy",
-// "pickle", or "" if the first pickle does not decode.
-func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) string {
+// unpickle its first pickle before refusing it). It returns FormatLegacy,
+// FormatPickle, or FormatUnknown if the first pickle does not decode.
+func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) Format {
 	// one source for every pickle (see openStream)
 	src := newSource(r, 0, size, "pickle 1")
 	storages := make(map[string]*storageRef)
@@ -352,10 +352,10 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) string 
 			// a pickle past the decoder's bounds (CPython has none for
 			// MARKs, the stack or the memo) is still a pickle torch reads
 			rep.addProblem("not a PyTorch checkpoint: a pickle past the decoder's limits (torch.load would unpickle it with the full unpickler); walked for globals")
-			return "pickle"
+			return FormatPickle
 		}
 		rep.addProblem("not a PyTorch checkpoint (neither a zip archive nor a pickle)")
-		return ""
+		return FormatUnknown
 	}
 	if isLegacyMagic(ps.first) {
 		var keys any
@@ -363,7 +363,7 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) string 
 			entry := fmt.Sprintf("pickle %d", i)
 			if src.remaining() == 0 {
 				rep.addProblem(fmt.Sprintf("truncated legacy checkpoint: %s is missing", entry))
-				return "legacy"
+				return FormatLegacy
 			}
 			mode := pidNone
 			if i == 4 {
@@ -372,12 +372,12 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) string 
 			ps := scanSource(src, entry, mode, lim, rep, 1, nil, storages)
 			if ps.failed {
 				walkAt(r, 0, ps.failOff, size, entry, rep, ps.state)
-				return "legacy"
+				return FormatLegacy
 			}
 			keys = ps.first
 		}
 		scanLegacyTail(r, size, src.pos, keys, storages, rep)
-		return "legacy"
+		return FormatLegacy
 	}
 	rep.addProblem("not a PyTorch checkpoint: a bare pickle (torch.load would unpickle it with the full unpickler)")
 	for i := 2; src.remaining() > 0; i++ {
@@ -387,7 +387,7 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) string 
 			break
 		}
 	}
-	return "pickle"
+	return FormatPickle
 }
 
 // scanLegacyTail follows the legacy storage records after the key list

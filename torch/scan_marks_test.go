@@ -31,7 +31,7 @@ func TestScanManyMarks(t *testing.T) {
 			if v := rep.Verdict(); v != VerdictDangerous || !slices.Contains(rep.NotAllowed(), "posix.system") {
 				t.Fatalf("verdict %s, not allowed %v, problems %q", v, rep.NotAllowed(), rep.Problems)
 			}
-			if rep.Format == "unknown" {
+			if rep.Format == FormatUnknown {
 				t.Errorf("a run of MARKs is a pickle: format %q, problems %q", rep.Format, rep.Problems)
 			}
 		})

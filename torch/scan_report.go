@@ -43,7 +43,7 @@ type OpcodeUse struct {
 // too; the verdict is then "dangerous" already.
 type ScanReport struct {
 	Path             string
-	Format           string // "zip", "legacy", "tar", "pickle" (bare pickle, not a checkpoint) or "unknown"
+	Format           Format // FormatZip, FormatLegacy, FormatTar, FormatPickle (a bare pickle, not a checkpoint) or FormatUnknown
 	Pickles          int    // pickle streams decoded
 	Tensors          int    // tensors found when the checkpoint also opens cleanly (0 otherwise)
 	Globals          []GlobalUse

@@ -98,7 +98,7 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		}
 		stores[ref] = s
 	}
-	c := &Checkpoint{Format: "zip", Prefix: prefix, Version: version, pickleEntry: p.e.name}
+	c := &Checkpoint{Format: FormatZip, Prefix: prefix, Version: version, pickleEntry: p.e.name}
 	if err := c.build(p.root, stores, p.e.name, lim.forPickle(p.e.usize)); err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ type skippedReport struct {
 }
 
 func toConvertJSON(r *convert.Report) convertJSON {
-	out := convertJSON{Input: r.Input, Output: r.Output, Format: r.Format, Unwrapped: r.Unwrapped,
+	out := convertJSON{Input: r.Input, Output: r.Output, Format: r.Format.String(), Unwrapped: r.Unwrapped,
 		Tensors: []tensorReport{}, Removed: []aliasReport{}, Skipped: []skippedReport{},
 		Metadata: r.Metadata, Bytes: r.Bytes, FileSize: r.FileSize, Verified: r.Verified}
 	if out.Metadata == nil {

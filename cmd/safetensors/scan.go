@@ -279,7 +279,7 @@ func scanOne(ctx context.Context, loc string) scanResult {
 			r.Verdict, r.Error = verdictError, err.Error()
 			return r
 		}
-		r.Format = rep.Format
+		r.Format = rep.Format.String()
 	}
 	r.Problems = append(r.Problems, rep.Problems...)
 	if o.Hint != "" {
