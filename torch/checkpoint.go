@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/torch/tarlist"
 	"io"
 	"math/big"
 	"os"
@@ -163,7 +164,7 @@ func sniff(r io.ReaderAt, size int64) (container, error) {
 	if bytes.Equal(head, []byte("PK\x03\x04")) {
 		return kindZip, nil
 	}
-	if isTarStart(r, size) {
+	if tarlist.IsTar(r, size) {
 		return kindTar, nil
 	}
 	return kindOther, nil
@@ -237,3 +238,10 @@ func errMsg(err error) string {
 	}
 	return err.Error()
 }
+
+// IsTar reports whether torch.load would open r (size bytes) as a tar
+// archive, the legacy tar checkpoint format, by Python's tarfile rules. A
+// file that is not a zip, whose first bytes cannot form a pickle torch would
+// act on (a safetensors file, a compressed container) can still carry code
+// this way; Scan then reads every member torch would unpickle.
+func IsTar(r io.ReaderAt, size int64) bool { return tarlist.IsTar(r, size) }

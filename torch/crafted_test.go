@@ -92,37 +92,6 @@ func benignZipPickle(prefix ...any) []byte {
 	return hPickle(cat(prefix...), hDict(hStr("w"), hTensor(hPid("FloatStorage", "0", 4), 0, []int64{4}, []int64{1})))
 }
 
-// tarHeader builds a 512-byte header block: fields are (offset, bytes).
-// The checksum is computed unsigned, or signed when signed is set.
-func tarHdr(signed bool, fields ...any) []byte {
-	b := make([]byte, tarBlock)
-	for i := 0; i+1 < len(fields); i += 2 {
-		copy(b[fields[i].(int):], fields[i+1].(string))
-	}
-	setTarChecksum(b, signed)
-	return b
-}
-
-func setTarChecksum(b []byte, signed bool) {
-	copy(b[148:156], "        ")
-	var sum int64
-	for _, c := range b[:tarBlock] {
-		if signed {
-			sum += int64(int8(c))
-		} else {
-			sum += int64(c)
-		}
-	}
-	copy(b[148:156], fmt.Sprintf("%06o\x00 ", sum))
-}
-
-func pad512(b []byte) []byte {
-	for len(b)%tarBlock != 0 {
-		b = append(b, 0)
-	}
-	return b
-}
-
 // tarM is one member of a crafted tar image.
 type tarM struct {
 	name      string

@@ -3,6 +3,7 @@ package torch
 import (
 	"bytes"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/tarlist"
 	"io"
 	"os"
 	"path/filepath"
@@ -151,15 +152,15 @@ func FuzzScanTar(f *testing.F) {
 		lim := fuzzLimits()
 		r := bytes.NewReader(b)
 		if len(b) >= tarBlock {
-			_, _ = parseTarHeader(b[:tarBlock])
+			_, _ = tarlist.ParseHeader(b[:tarBlock])
 			rep, err := Scan(r, int64(len(b)), "f", WithLimits(*lim))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if isTarStart(r, int64(len(b))) && !bytes.HasPrefix(b, []byte("PK\x03\x04")) && rep.Format != FormatTar {
+			if tarlist.IsTar(r, int64(len(b))) && !bytes.HasPrefix(b, []byte("PK\x03\x04")) && rep.Format != FormatTar {
 				t.Fatalf("tar accepted but scanned as %s", rep.Format)
 			}
 		}
-		listTar(r, int64(len(b)), lim.MaxZipEntries)
+		tarlist.ListUnion(r, int64(len(b)), lim.MaxZipEntries)
 	})
 }

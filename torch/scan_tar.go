@@ -3,6 +3,7 @@ package torch
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/tarlist"
 	"io"
 	"slices"
 	"strings"
@@ -25,7 +26,7 @@ var tarReadByTorch = map[string]bool{"storages": true, "tensors": true, "pickle"
 // data of every other member is walked for globals too, so that a member
 // only a link (or a listing we got wrong) makes torch read cannot hide one.
 func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
-	lists, problems := listTarVariants(r, size, lim.MaxZipEntries)
+	lists, problems := tarlist.ListAll(r, size, lim.MaxZipEntries)
 	for _, p := range problems {
 		if !strings.HasPrefix(p, "tar: ") {
 			p = "tar: " + p
@@ -48,38 +49,38 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	}
 	selfRead := map[string]bool{} // torch names read through a link out of the archive
 	for _, ms := range lists {
-		l := newTarList(ms)
+		l := tarlist.NewIndex(ms)
 		for i, m := range ms {
-			if !tarReadByTorch[m.name] {
+			if !tarReadByTorch[m.Name] {
 				continue
 			}
-			entry := "tar member " + m.name
-			targets, notes, outside := l.resolve(i, m.name)
-			if !tarRegular(m.typ) {
-				note(fmt.Sprintf("%s is a link or special file (type %q) pointing to %q: torch would read what it points to", entry, m.typ, m.linkname))
+			entry := "tar member " + m.Name
+			targets, notes, outside := l.Resolve(i, tarExtractedBefore[m.Name]...)
+			if !m.IsRegular() {
+				note(fmt.Sprintf("%s is a link or special file (type %q) pointing to %q: torch would read what it points to", entry, m.Type, m.Linkname))
 			}
 			for _, n := range notes {
 				note(entry + ": " + n)
 			}
-			if tarExtracted[m.name] {
+			if tarExtracted[m.Name] {
 				for _, k := range outside {
-					tarLinkOut(ms[k], m.name, entry, rep, noted)
-					selfRead[m.name] = true
+					tarLinkOut(ms[k], m.Name, entry, rep, noted)
+					selfRead[m.Name] = true
 				}
 			}
 			for _, j := range targets {
 				t := ms[j]
-				k := job{m.name, t.dataOff, t.size, t.hasSparse}
+				k := job{m.Name, t.DataOffset, t.Size, t.HasSparse}
 				if done[k] {
 					continue
 				}
 				done[k] = true
-				read[[2]int64{t.dataOff, t.size}] = true
+				read[[2]int64{t.DataOffset, t.Size}] = true
 				e := entry
 				if j != i {
-					e = fmt.Sprintf("%s (link to %s)", entry, t.name)
+					e = fmt.Sprintf("%s (link to %s)", entry, t.Name)
 				}
-				scanTarData(r, size, t, m.name, e, lim, rep)
+				scanTarData(r, size, t, m.Name, e, lim, rep)
 			}
 		}
 	}
@@ -93,16 +94,16 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	// the rest: walked for globals
 	for _, ms := range lists {
 		for _, m := range ms {
-			if !tarRegular(m.typ) || read[[2]int64{m.dataOff, m.size}] {
+			if !m.IsRegular() || read[[2]int64{m.DataOffset, m.Size}] {
 				continue
 			}
-			read[[2]int64{m.dataOff, m.size}] = true
-			n := tarDataLen(m, size)
-			if m.hasSparse {
-				n = sparseStoredEnd(m, size) - m.dataOff
+			read[[2]int64{m.DataOffset, m.Size}] = true
+			n := tarlist.DataLen(m, size)
+			if m.HasSparse {
+				n = tarlist.StoredEnd(m, size) - m.DataOffset
 			}
 			if n > 0 {
-				walkAt(r, m.dataOff, 0, n, fmt.Sprintf("tar member %s (not read by torch)", m.name), rep, nil)
+				walkAt(r, m.DataOffset, 0, n, fmt.Sprintf("tar member %s (not read by torch)", m.Name), rep, nil)
 			}
 		}
 	}
@@ -114,6 +115,10 @@ func scanTar(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 // extractfile, which only follows links inside the archive.
 var tarExtracted = map[string]bool{"storages": true, "tensors": true}
 
+// tarExtractedBefore are the members torch has extracted to disk before it
+// reads each one: a link to one of them reads the file on disk.
+var tarExtractedBefore = map[string][]string{"tensors": {"storages"}}
+
 // tarLinkOut records link k, met while resolving the member torch reads
 // as name, whose target is outside the archive. torch.load (Python 3.8 to
 // 3.13 extract it without a filter) then unpickles whatever host file the
@@ -121,32 +126,22 @@ var tarExtracted = map[string]bool{"storages": true, "tensors": true}
 // by the caller), or any file the scan cannot see. A checkpoint torch
 // wrote never holds such a link: it is reported as a not-allowed finding,
 // so the verdict is dangerous.
-func tarLinkOut(k tarMember, name, entry string, rep *ScanReport, noted map[string]bool) {
-	key := "link-out|" + name + "|" + k.linkname
+func tarLinkOut(k tarlist.Member, name, entry string, rep *ScanReport, noted map[string]bool) {
+	key := "link-out|" + name + "|" + k.Linkname
 	if noted[key] {
 		return
 	}
 	noted[key] = true
-	rep.addGlobal(GlobalUse{Module: "<tar-link>", Name: clip(k.linkname), Offset: k.header, Entry: entry, Verdict: "not allowed",
-		Reason: fmt.Sprintf("tar.extract makes %q a link (type %q) to a file outside the archive, and torch.load unpickles that host file as %q: code the scan cannot see", k.name, k.typ, name)})
-}
-
-// tarDataLen is the length of the data of non-sparse member m in a file
-// of size bytes as tar.extract copies it: a negative size n makes
-// copyfileobj copy n mod 16 KiB bytes (the data, then the headers after it).
-func tarDataLen(m tarMember, size int64) int64 {
-	if m.dataOff >= size {
-		return 0
-	}
-	return min(makefileLen(m.size), size-m.dataOff)
+	rep.addGlobal(GlobalUse{Module: "<tar-link>", Name: clip(k.Linkname), Offset: k.HeaderOffset, Entry: entry, Verdict: "not allowed",
+		Reason: fmt.Sprintf("tar.extract makes %q a link (type %q) to a file outside the archive, and torch.load unpickles that host file as %q: code the scan cannot see", k.Name, k.Type, name)})
 }
 
 // scanTarData scans the data of member t as the member torch reads under
 // name.
-func scanTarData(r io.ReaderAt, size int64, t tarMember, name, entry string, lim *Limits, rep *ScanReport) {
-	if !t.hasSparse {
-		if n := tarDataLen(t, size); n > 0 {
-			scanTarMember(r, t.dataOff, n, name, entry, lim, rep)
+func scanTarData(r io.ReaderAt, size int64, t tarlist.Member, name, entry string, lim *Limits, rep *ScanReport) {
+	if !t.HasSparse {
+		if n := tarlist.DataLen(t, size); n > 0 {
+			scanTarMember(r, t.DataOffset, n, name, entry, lim, rep)
 		}
 		return
 	}
@@ -154,27 +149,27 @@ func scanTarData(r io.ReaderAt, size int64, t tarMember, name, entry string, lim
 		scanTarExtracted(r, size, t, name, entry, lim, rep)
 	}
 	// extractfile (pickle) reads the content through the sparse map
-	v, ok := newSparseView(r, t.dataOff, max(t.size, 0), t.sparse)
+	v, ok := tarlist.NewSparseView(r, t.DataOffset, max(t.Size, 0), t.Sparse)
 	switch {
-	case ok && v.holes > maxSparseHoles:
-		rep.addProblem(fmt.Sprintf("%s: its sparse map holds %d bytes of holes between data (more than %d); the stored data is scanned", entry, v.holes, maxSparseHoles))
+	case ok && v.Holes() > maxSparseHoles:
+		rep.addProblem(fmt.Sprintf("%s: its sparse map holds %d bytes of holes between data (more than %d); the stored data is scanned", entry, v.Holes(), maxSparseHoles))
 	case ok:
-		scanTarMember(v, 0, v.size, name, entry+" (sparse)", lim, rep)
+		scanTarMember(v, 0, v.Size(), name, entry+" (sparse)", lim, rep)
 	default:
 		rep.addProblem(fmt.Sprintf("%s: its sparse map has negative or overflowing numbers or too many runs; the stored data is scanned", entry))
 	}
 	// all the stored data makefile copies, in file order
-	if end := sparseStoredEnd(t, size); end > t.dataOff {
-		scanTarMember(r, t.dataOff, end-t.dataOff, name, entry+" (stored data)", lim, rep)
+	if end := tarlist.StoredEnd(t, size); end > t.DataOffset {
+		scanTarMember(r, t.DataOffset, end-t.DataOffset, name, entry+" (stored data)", lim, rep)
 	}
 }
 
 // scanTarExtracted scans sparse member t as tar.extract writes it (see
 // newExtractView): a later run overwrites an earlier one. Where holes
 // are too large to scan through, each data run is walked on its own.
-func scanTarExtracted(r io.ReaderAt, size int64, t tarMember, name, entry string, lim *Limits, rep *ScanReport) {
+func scanTarExtracted(r io.ReaderAt, size int64, t tarlist.Member, name, entry string, lim *Limits, rep *ScanReport) {
 	entry += " (sparse, as extracted)"
-	v, short, ok := newExtractView(r, size, t.dataOff, t.size, t.sparse)
+	v, short, ok := tarlist.NewExtractView(r, size, t.DataOffset, t.Size, t.Sparse)
 	if !ok {
 		rep.addProblem(fmt.Sprintf("%s: tar.extract fails on its sparse map (a negative offset or size); the stored data is scanned", entry))
 		return
@@ -182,22 +177,22 @@ func scanTarExtracted(r io.ReaderAt, size int64, t tarMember, name, entry string
 	if short {
 		rep.addProblem(fmt.Sprintf("%s: its sparse runs need more data than the file holds (tar.extract raises ReadError); what it writes first is scanned", entry))
 	}
-	if v.holes <= maxSparseHoles {
-		scanTarMember(v, 0, v.size, name, entry, lim, rep)
+	if v.Holes() <= maxSparseHoles {
+		scanTarMember(v, 0, v.Size(), name, entry, lim, rep)
 		return
 	}
-	rep.addProblem(fmt.Sprintf("%s: its content holds %d bytes of holes between data (more than %d); it is walked for globals, skipping the largest holes", entry, v.holes, maxSparseHoles))
+	rep.addProblem(fmt.Sprintf("%s: its content holds %d bytes of holes between data (more than %d); it is walked for globals, skipping the largest holes", entry, v.Holes(), maxSparseHoles))
 	walkSparse(v, entry, rep)
 }
 
 // walkSparse walks the content of v for globals in segments: the zeros of
 // holes are walked through while they total at most maxSparseHoles
 // (smallest first), and the larger holes split the content.
-func walkSparse(v *sparseView, entry string, rep *ScanReport) {
+func walkSparse(v *tarlist.SparseView, entry string, rep *ScanReport) {
 	var holes []int64
-	for _, c := range v.runs {
-		if c.real < 0 {
-			holes = append(holes, c.stop-c.start)
+	for _, c := range v.Runs() {
+		if c.Real < 0 {
+			holes = append(holes, c.Stop-c.Start)
 		}
 	}
 	slices.Sort(holes)
@@ -212,13 +207,13 @@ func walkSparse(v *sparseView, entry string, rep *ScanReport) {
 		}
 	}
 	from := int64(0)
-	for _, c := range v.runs {
-		if c.real < 0 && c.stop-c.start > limit {
-			walkAt(v, 0, from, c.start, entry, rep, nil)
-			from = c.stop
+	for _, c := range v.Runs() {
+		if c.Real < 0 && c.Stop-c.Start > limit {
+			walkAt(v, 0, from, c.Start, entry, rep, nil)
+			from = c.Stop
 		}
 	}
-	walkAt(v, 0, from, v.size, entry, rep, nil)
+	walkAt(v, 0, from, v.Size(), entry, rep, nil)
 }
 
 // maxSparseHoles bounds the zeros of a sparse member's holes that are

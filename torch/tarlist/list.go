@@ -1,4 +1,4 @@
-package torch
+package tarlist
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/gosafetensors/safetensors/torch/internal/pylong"
 )
 
 // Listing a tar the way Python's tarfile does (TarFile.next and
@@ -47,32 +49,37 @@ func (p *paxMap) set(k, v string) {
 	*p = append(*p, paxRec{k, v})
 }
 
-// tarVariant is what differs between Python releases.
-type tarVariant struct {
-	// strictPax: the checked pax record parser (3.8.20, 3.9.20, 3.10.15,
+// Variant is what differs between Python releases' tarfile.
+type Variant struct {
+	// StrictPax: the checked pax record parser (3.8.20, 3.9.20, 3.10.15,
 	// 3.11.10, 3.12.6, 3.13 on; some distributions backported it): a bad
 	// record is an InvalidHeaderError. Before, a regex loop stopped at the
 	// first record it could not match.
-	strictPax bool
-	// noFollowDircheck: 3.14 (and later maintenance releases) read the
+	StrictPax bool
+	// NoFollowDircheck: 3.14 (and later maintenance releases) read the
 	// header after an extension header without the V7 directory detection,
 	// which a GNU long name re-applies to the long name.
-	noFollowDircheck bool
-	// negBlock: gh-130577 (2025: 3.9.24, 3.10.19, 3.11.14, 3.12.12,
+	NoFollowDircheck bool
+	// NegBlock: gh-130577 (2025: 3.9.24, 3.10.19, 3.11.14, 3.12.12,
 	// 3.13.6, 3.14; distributions backported it): _block raises
 	// InvalidHeaderError for a negative count. Before, a negative size was
 	// rounded toward zero block by block (-511..-1 give 0: no data), and
 	// fileobj.read of a negative count reads to the end of the file.
-	negBlock bool
+	NegBlock bool
 }
 
-// tarVariants are listed in turn; the scan covers the union.
-var tarVariants = []tarVariant{{}, {strictPax: true}, {strictPax: true, negBlock: true}, {strictPax: true, noFollowDircheck: true, negBlock: true}}
+// variants are the releases' behaviours that differ in what they list.
+var variants = []Variant{{}, {StrictPax: true}, {StrictPax: true, NegBlock: true}, {StrictPax: true, NoFollowDircheck: true, NegBlock: true}}
+
+// Variants returns the behaviours of the Python releases from 3.8 on that
+// list some tar differently, oldest first; a scanner that must see what
+// any of them reads lists with each (see ListAll).
+func Variants() []Variant { return append([]Variant(nil), variants...) }
 
 // More header errors than frombuf's: the listing ends.
 const (
-	tarSubsequent tarHeaderErr = 100 + iota // SubsequentHeaderError: a ReadError (torch falls back)
-	tarFatal                                // another exception, or a bound of ours; the problem is recorded
+	hdrSubsequent hdrErr = 100 + iota // SubsequentHeaderError: a ReadError (torch falls back)
+	hdrFatal                          // another exception, or a bound of ours; the problem is recorded
 )
 
 // maxTarChain bounds nested extension headers: each level is three Python
@@ -82,7 +89,7 @@ const maxTarChain = 400
 type tarLister struct {
 	r        io.ReaderAt
 	size     int64
-	v        tarVariant
+	v        Variant
 	global   paxMap // tarfile.pax_headers
 	pos      int64  // tarfile.fileobj position
 	offset   int64  // tarfile.offset: where the next header is
@@ -112,10 +119,10 @@ func (t *tarLister) read(n int64) []byte {
 // blockUp is TarInfo._block for a non-negative count; counts past the end
 // of the file are kept past it without overflowing.
 func (t *tarLister) blockUp(n int64) int64 {
-	if n > t.size+tarBlock {
-		return t.size + 2*tarBlock
+	if n > t.size+BlockSize {
+		return t.size + 2*BlockSize
 	}
-	return (n + tarBlock - 1) / tarBlock * tarBlock
+	return (n + BlockSize - 1) / BlockSize * BlockSize
 }
 
 // block is TarInfo._block(n) in this variant: ok is false where it raises
@@ -125,30 +132,30 @@ func (t *tarLister) block(n int64) (int64, bool) {
 	if n >= 0 {
 		return t.blockUp(n), true
 	}
-	if t.v.negBlock {
+	if t.v.NegBlock {
 		return 0, false
 	}
-	if n < -(t.size + 2*tarBlock) { // far before the file: stays before it
-		return -(t.size + 2*tarBlock), true
+	if n < -(t.size + 2*BlockSize) { // far before the file: stays before it
+		return -(t.size + 2*BlockSize), true
 	}
-	return -((-n) / tarBlock * tarBlock), true
+	return -((-n) / BlockSize * BlockSize), true
 }
 
 // fromtarfile is TarInfo.fromtarfile (dircheck as in _fromtarfile).
-func (t *tarLister) fromtarfile(dircheck bool) (*tarMember, tarHeaderErr) {
+func (t *tarLister) fromtarfile(dircheck bool) (*Member, hdrErr) {
 	if t.depth >= maxTarChain {
 		t.problem("more than %d nested tar extension headers at offset %d (Python stops with a RecursionError)", maxTarChain, t.pos)
-		return nil, tarFatal
+		return nil, hdrFatal
 	}
 	at := t.pos
-	h, e := parseTarHeaderDir(t.read(tarBlock), dircheck)
-	if e != tarOK {
+	h, e := parseHeader(t.read(BlockSize), dircheck)
+	if e != hdrOK {
 		return nil, e
 	}
-	m := &tarMember{tarHeader: h, header: at}
+	m := &Member{Header: h, HeaderOffset: at}
 	t.depth++
 	defer func() { t.depth-- }()
-	switch h.typ {
+	switch h.Type {
 	case 'L', 'K':
 		return t.procGnulong(m)
 	case 'S':
@@ -161,46 +168,46 @@ func (t *tarLister) fromtarfile(dircheck bool) (*tarMember, tarHeaderErr) {
 
 // negative notes a negative size (tarfile gh-130577 raises
 // InvalidHeaderError for it; older releases go on).
-func (t *tarLister) negative(m *tarMember) {
-	t.problem("tar header at offset %d (%q) declares a negative size", m.header, m.name)
+func (t *tarLister) negative(m *Member) {
+	t.problem("tar header at offset %d (%q) declares a negative size", m.HeaderOffset, m.Name)
 }
 
 // dataBlocks returns the bytes tarfile steps over for m's data: its size
 // rounded up to whole blocks, a negative size as the release handles it;
 // false when the release raises.
-func (t *tarLister) dataBlocks(m *tarMember) (int64, bool) {
-	if m.size < 0 {
+func (t *tarLister) dataBlocks(m *Member) (int64, bool) {
+	if m.Size < 0 {
 		t.negative(m)
 	}
-	return t.block(m.size)
+	return t.block(m.Size)
 }
 
 // procBuiltin is _proc_builtin: data after the header, the global pax
 // records applied, trailing slashes of a directory name dropped.
-func (t *tarLister) procBuiltin(m *tarMember) (*tarMember, tarHeaderErr) {
-	m.dataOff = t.pos
+func (t *tarLister) procBuiltin(m *Member) (*Member, hdrErr) {
+	m.DataOffset = t.pos
 	off := t.pos
-	if tarRegular(m.typ) {
+	if IsRegularType(m.Type) {
 		k, ok := t.dataBlocks(m)
 		if !ok {
-			return nil, tarInvalid
+			return nil, hdrInvalid
 		}
 		off += k
 	}
 	t.offset = off
 	if !t.applyPax(m, t.global) {
-		return nil, tarFatal
+		return nil, hdrFatal
 	}
-	if m.typ == '5' {
-		m.name = strings.TrimRight(m.name, "/")
+	if m.Type == '5' {
+		m.Name = strings.TrimRight(m.Name, "/")
 	}
-	return m, tarOK
+	return m, hdrOK
 }
 
 // extensionData reads an extension header's data as tarfile does: its
 // size rounded up to whole blocks, a negative size as the release handles
 // it; false when the release raises.
-func (t *tarLister) extensionData(m *tarMember) ([]byte, bool) {
+func (t *tarLister) extensionData(m *Member) ([]byte, bool) {
 	k, ok := t.dataBlocks(m)
 	if !ok {
 		return nil, false
@@ -210,78 +217,78 @@ func (t *tarLister) extensionData(m *tarMember) ([]byte, bool) {
 
 // procGnulong is _proc_gnulong: the name (or link name) replaces the one
 // of the member read after it, whatever pax records said.
-func (t *tarLister) procGnulong(m *tarMember) (*tarMember, tarHeaderErr) {
+func (t *tarLister) procGnulong(m *Member) (*Member, hdrErr) {
 	buf, ok := t.extensionData(m)
 	if !ok {
-		return nil, tarInvalid
+		return nil, hdrInvalid
 	}
-	next, e := t.fromtarfile(!t.v.noFollowDircheck)
-	if e != tarOK {
+	next, e := t.fromtarfile(!t.v.NoFollowDircheck)
+	if e != hdrOK {
 		return t.subsequent(m, e)
 	}
-	next.header = m.header
-	if m.typ == 'L' {
-		next.name = string(cstr(buf))
-		if t.v.noFollowDircheck {
+	next.HeaderOffset = m.HeaderOffset
+	if m.Type == 'L' {
+		next.Name = string(pylong.CString(buf))
+		if t.v.NoFollowDircheck {
 			// V7 directory detection again, on the long name
-			if next.typ == '5' && !strings.HasSuffix(next.name, "/") {
-				next.typ = 0
-			} else if next.typ == 0 && strings.HasSuffix(next.name, "/") {
-				next.typ = '5'
+			if next.Type == '5' && !strings.HasSuffix(next.Name, "/") {
+				next.Type = 0
+			} else if next.Type == 0 && strings.HasSuffix(next.Name, "/") {
+				next.Type = '5'
 			}
 		}
 	} else {
-		next.linkname = string(cstr(buf))
+		next.Linkname = string(pylong.CString(buf))
 	}
-	if next.typ == '5' {
-		next.name = strings.TrimSuffix(next.name, "/")
+	if next.Type == '5' {
+		next.Name = strings.TrimSuffix(next.Name, "/")
 	}
-	return next, tarOK
+	return next, hdrOK
 }
 
-func (t *tarLister) subsequent(m *tarMember, e tarHeaderErr) (*tarMember, tarHeaderErr) {
-	if e == tarFatal {
+func (t *tarLister) subsequent(m *Member, e hdrErr) (*Member, hdrErr) {
+	if e == hdrFatal {
 		return nil, e
 	}
-	t.problem("tar extension header at offset %d not followed by a valid header", m.header)
-	return nil, tarSubsequent
+	t.problem("tar extension header at offset %d not followed by a valid header", m.HeaderOffset)
+	return nil, hdrSubsequent
 }
 
 // procSparse is _proc_sparse (old GNU sparse): extension blocks, then the
 // data; size becomes the original size. No pax records are applied here.
-func (t *tarLister) procSparse(m *tarMember) (*tarMember, tarHeaderErr) {
-	dataOff, structs, p := readSparseExt(t.r, t.size, t.pos, m.isExtended, m.sparse)
+func (t *tarLister) procSparse(m *Member) (*Member, hdrErr) {
+	dataOff, structs, p := readSparseExt(t.r, t.size, t.pos, m.IsExtended, m.Sparse)
 	if p != "" {
-		t.problem("tar sparse member %q at offset %d: %s", m.name, m.header, p)
-		return nil, tarFatal
+		t.problem("tar sparse member %q at offset %d: %s", m.Name, m.HeaderOffset, p)
+		return nil, hdrFatal
 	}
-	if m.size < 0 {
+	if m.Size < 0 {
 		t.negative(m)
 	}
-	m.sparse, t.pos, m.dataOff = structs, dataOff, dataOff
-	k, ok := t.block(m.size)
+	m.Sparse, t.pos, m.DataOffset = structs, dataOff, dataOff
+	k, ok := t.block(m.Size)
 	if !ok {
-		return nil, tarInvalid
+		return nil, hdrInvalid
 	}
 	t.offset = dataOff + k
-	m.stored = m.size
-	m.hasSparse = true
-	m.size = m.origSize
-	return m, tarOK
+	m.Stored = m.Size
+	m.HasSparse = true
+	m.Size = m.OrigSize
+	return m, hdrOK
 }
 
 // procPax is _proc_pax.
-func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
+func (t *tarLister) procPax(m *Member) (*Member, hdrErr) {
 	buf, ok := t.extensionData(m)
 	if !ok {
-		return nil, tarInvalid
+		return nil, hdrInvalid
 	}
-	recs, ok := parsePaxRecords(buf, t.v.strictPax)
+	recs, ok := parsePaxRecords(buf, t.v.StrictPax)
 	if !ok {
-		return nil, tarInvalid
+		return nil, hdrInvalid
 	}
 	var pax paxMap
-	if m.typ == 'g' {
+	if m.Type == 'g' {
 		for _, r := range recs {
 			t.global.set(r.k, r.v)
 		}
@@ -291,34 +298,34 @@ func (t *tarLister) procPax(m *tarMember) (*tarMember, tarHeaderErr) {
 			pax.set(r.k, r.v)
 		}
 	}
-	next, e := t.fromtarfile(!t.v.noFollowDircheck)
-	if e != tarOK {
+	next, e := t.fromtarfile(!t.v.NoFollowDircheck)
+	if e != hdrOK {
 		return t.subsequent(m, e)
 	}
-	if m.typ == 'g' {
+	if m.Type == 'g' {
 		pax = t.global
 	}
-	if e := t.paxSparse(m, next, pax, recs, buf); e != tarOK {
+	if e := t.paxSparse(m, next, pax, recs, buf); e != hdrOK {
 		return nil, e
 	}
-	if m.typ != 'g' {
+	if m.Type != 'g' {
 		if !t.applyPax(next, pax) {
-			return nil, tarFatal
+			return nil, hdrFatal
 		}
-		next.header = m.header
+		next.HeaderOffset = m.HeaderOffset
 		if _, ok := pax.get("size"); ok {
-			off := next.dataOff
-			if tarRegular(next.typ) {
+			off := next.DataOffset
+			if IsRegularType(next.Type) {
 				k, ok := t.dataBlocks(next)
 				if !ok {
-					return nil, tarInvalid
+					return nil, hdrInvalid
 				}
 				off += k
 			}
 			t.offset = off
 		}
 	}
-	return next, tarOK
+	return next, hdrOK
 }
 
 // sparse00Old are the regexes older releases' _proc_gnusparse_00 runs over
@@ -336,11 +343,11 @@ var sparse00Old = struct{ offset, numbytes *regexp.Regexp }{
 // start of the data, a count then numbers, each ended by a newline, read
 // block by block; the data starts after it). next gets the map as
 // tarinfo.sparse; its size is then set by GNU.sparse.size or realsize.
-func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec, buf []byte) tarHeaderErr {
+func (t *tarLister) paxSparse(m, next *Member, pax paxMap, recs []paxRec, buf []byte) hdrErr {
 	var nums []int64
 	add := func(n int64) bool {
 		if len(nums) >= 2*maxSparseStructs {
-			t.problem("tar member %q at offset %d: more than %d pax sparse structs", next.name, m.header, maxSparseStructs)
+			t.problem("tar member %q at offset %d: more than %d pax sparse structs", next.Name, m.HeaderOffset, maxSparseStructs)
 			return false
 		}
 		nums = append(nums, n)
@@ -353,14 +360,14 @@ func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec, buf
 		for _, f := range strings.SplitN(smap, ",", 2*maxSparseStructs+1) {
 			n, ok := pyInt(f)
 			if !ok {
-				t.problem("tar member %q at offset %d: GNU.sparse.map holds %q, not a number (Python raises ValueError)", next.name, m.header, clip(f))
-				return tarFatal
+				t.problem("tar member %q at offset %d: GNU.sparse.map holds %q, not a number (Python raises ValueError)", next.Name, m.HeaderOffset, clip(f))
+				return hdrFatal
 			}
 			if !add(n) {
-				return tarFatal
+				return hdrFatal
 			}
 		}
-	} else if v00 && !t.v.strictPax {
+	} else if v00 && !t.v.StrictPax {
 		// Older releases search the raw pax data with a regex whose '.'
 		// matches any byte, inside other records' values too.
 		// Each byte becomes one rune, so that '.' matches one byte, as in
@@ -372,8 +379,8 @@ func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec, buf
 		text := string(raw)
 		offs, lens := sparse00Old.offset.FindAllStringSubmatch(text, maxSparseStructs+1), sparse00Old.numbytes.FindAllStringSubmatch(text, maxSparseStructs+1)
 		if len(offs) > maxSparseStructs || len(lens) > maxSparseStructs {
-			t.problem("tar member %q at offset %d: more than %d pax sparse structs", next.name, m.header, maxSparseStructs)
-			return tarFatal
+			t.problem("tar member %q at offset %d: more than %d pax sparse structs", next.Name, m.HeaderOffset, maxSparseStructs)
+			return hdrFatal
 		}
 		for i := 0; i < min(len(offs), len(lens)); i++ {
 			o, _ := pyInt(offs[i][1])
@@ -388,11 +395,11 @@ func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec, buf
 			}
 			n, ok := pyInt(r.v)
 			if !ok {
-				return tarInvalid
+				return hdrInvalid
 			}
 			if len(offs)+len(lens) >= 2*maxSparseStructs {
-				t.problem("tar member %q at offset %d: more than %d pax sparse structs", next.name, m.header, maxSparseStructs)
-				return tarFatal
+				t.problem("tar member %q at offset %d: more than %d pax sparse structs", next.Name, m.HeaderOffset, maxSparseStructs)
+				return hdrFatal
 			}
 			if r.k == "GNU.sparse.offset" {
 				offs = append(offs, n)
@@ -404,7 +411,7 @@ func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec, buf
 			nums = append(nums, offs[i], lens[i])
 		}
 	} else if major == "1" && minor == "0" {
-		buf := t.read(tarBlock)
+		buf := t.read(BlockSize)
 		line := func() ([]byte, bool) {
 			i := bytes.IndexByte(buf, '\n')
 			if i < 0 {
@@ -421,7 +428,7 @@ func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec, buf
 		}
 		for ok && int64(len(nums)) < fields*2 && fields <= maxSparseStructs {
 			if bytes.IndexByte(buf, '\n') < 0 {
-				buf = append(buf, t.read(tarBlock)...)
+				buf = append(buf, t.read(BlockSize)...)
 			}
 			if l, ok = line(); ok {
 				var n int64
@@ -431,51 +438,51 @@ func (t *tarLister) paxSparse(m, next *tarMember, pax paxMap, recs []paxRec, buf
 			}
 		}
 		if !ok || fields > maxSparseStructs {
-			t.problem("tar member %q at offset %d: its GNU sparse 1.0 map is not numbers ended by newlines, or too long (Python raises ValueError)", next.name, m.header)
-			return tarFatal
+			t.problem("tar member %q at offset %d: its GNU sparse 1.0 map is not numbers ended by newlines, or too long (Python raises ValueError)", next.Name, m.HeaderOffset)
+			return hdrFatal
 		}
-		next.dataOff = t.pos
+		next.DataOffset = t.pos
 	} else {
-		return tarOK
+		return hdrOK
 	}
-	next.sparse = next.sparse[:0:0]
+	next.Sparse = next.Sparse[:0:0]
 	for i := 0; i+1 < len(nums); i += 2 {
-		next.sparse = append(next.sparse, [2]int64{nums[i], nums[i+1]})
+		next.Sparse = append(next.Sparse, [2]int64{nums[i], nums[i+1]})
 	}
-	next.hasSparse = true
-	next.stored = max(next.stored, next.size)
+	next.HasSparse = true
+	next.Stored = max(next.Stored, next.Size)
 	if n, ok := pax.get("size"); ok {
 		if k, ok := pyInt(n); ok {
-			next.stored = max(next.stored, k)
+			next.Stored = max(next.Stored, k)
 		}
 	}
-	return tarOK
+	return hdrOK
 }
 
 // applyPax is _apply_pax_info, record by record in dict order. It is
 // false where Python raises a ValueError (int() of a GNU.sparse size).
-func (t *tarLister) applyPax(m *tarMember, pax paxMap) bool {
+func (t *tarLister) applyPax(m *Member, pax paxMap) bool {
 	for _, r := range pax {
 		switch r.k {
 		case "GNU.sparse.name":
-			m.name = r.v
+			m.Name = r.v
 		case "GNU.sparse.size", "GNU.sparse.realsize":
 			n, ok := pyInt(r.v)
 			if !ok {
-				t.problem("tar member %q: pax record %s=%q is not a number (Python raises ValueError)", m.name, r.k, r.v)
+				t.problem("tar member %q: pax record %s=%q is not a number (Python raises ValueError)", m.Name, r.k, r.v)
 				return false
 			}
-			m.size = n
+			m.Size = n
 		case "path":
-			m.name = strings.TrimRight(r.v, "/")
+			m.Name = strings.TrimRight(r.v, "/")
 		case "linkpath":
-			m.linkname = r.v
+			m.Linkname = r.v
 		case "size":
 			n, ok := pyInt(r.v)
 			if !ok {
 				n = 0
 			}
-			m.size = n
+			m.Size = n
 		}
 	}
 	return true
@@ -515,7 +522,7 @@ func pyInt(s string) (int64, bool) {
 	if strings.IndexByte(s, 0) >= 0 {
 		return 0, false
 	}
-	v, ok := parsePyLong(pyDecimalASCII(s), 10)
+	v, ok := pylong.Parse(pyDecimalASCII(s), 10)
 	if !ok {
 		return 0, false
 	}
@@ -600,13 +607,17 @@ func parsePaxRecords(buf []byte, strict bool) (recs []paxRec, ok bool) {
 	return recs, true
 }
 
-// listTarVariant walks the members like TarFile.next in one Python
-// release. It stops where tarfile stops: an all-zero, invalid or truncated
-// header. The problems it returns are reasons torch's tar read would fail
-// (most with a TarError, so torch would then try the legacy stream).
-func listTarVariant(r io.ReaderAt, size int64, maxMembers int, v tarVariant) ([]tarMember, []string) {
+// List lists the members of r (size bytes) as TarFile.next does in the
+// Python release v, at most maxMembers of them. It stops where tarfile
+// stops: an all-zero, invalid or truncated header. The problems it
+// returns say where tarfile would raise (most with a TarError, which
+// makes torch try the legacy pickle stream instead) or where a bound of
+// this package ended the listing (nested extension headers, sparse maps,
+// members); they are messages for a report, not errors: the members
+// listed before are what tarfile returns before it raises.
+func List(r io.ReaderAt, size int64, maxMembers int, v Variant) ([]Member, []string) {
 	t := &tarLister{r: r, size: size, v: v}
-	var members []tarMember
+	var members []Member
 	var back map[string]bool // states met after a jump backwards
 	for len(members) < maxMembers {
 		if t.offset != t.pos {
@@ -639,12 +650,12 @@ func listTarVariant(r io.ReaderAt, size int64, maxMembers int, v tarVariant) ([]
 		at := t.pos
 		m, e := t.fromtarfile(true)
 		switch {
-		case e == tarOK:
+		case e == hdrOK:
 			members = append(members, *m)
 			continue
-		case e == tarSubsequent:
+		case e == hdrSubsequent:
 			t.problem("tar listing fails at offset %d (ReadError)", at)
-		case e != tarFatal && e != tarEOF && at == 0:
+		case e != hdrFatal && e != hdrEOF && at == 0:
 			t.problem("tar: no valid first header")
 		}
 		return members, t.problems
@@ -653,11 +664,12 @@ func listTarVariant(r io.ReaderAt, size int64, maxMembers int, v tarVariant) ([]
 	return members, t.problems
 }
 
-// listTarVariants lists the members in every variant; problems are merged.
-func listTarVariants(r io.ReaderAt, size int64, maxMembers int) (lists [][]tarMember, problems []string) {
+// ListAll lists the members in every variant of Variants, in order;
+// problems are merged (each once).
+func ListAll(r io.ReaderAt, size int64, maxMembers int) (lists [][]Member, problems []string) {
 	seen := map[string]bool{}
-	for _, v := range tarVariants {
-		ms, ps := listTarVariant(r, size, maxMembers, v)
+	for _, v := range variants {
+		ms, ps := List(r, size, maxMembers, v)
 		lists = append(lists, ms)
 		for _, p := range ps {
 			if !seen[p] {
@@ -669,9 +681,10 @@ func listTarVariants(r io.ReaderAt, size int64, maxMembers int) (lists [][]tarMe
 	return lists, problems
 }
 
-// listTar is the union of the variants' members (each once).
-func listTar(r io.ReaderAt, size int64, maxMembers int) (members []tarMember, problems []string) {
-	lists, problems := listTarVariants(r, size, maxMembers)
+// ListUnion is the union of the members ListAll lists (each once, by name,
+// link, type, header and data offsets and size), in order.
+func ListUnion(r io.ReaderAt, size int64, maxMembers int) (members []Member, problems []string) {
+	lists, problems := ListAll(r, size, maxMembers)
 	type key struct {
 		name, link       string
 		typ              byte
@@ -680,7 +693,7 @@ func listTar(r io.ReaderAt, size int64, maxMembers int) (members []tarMember, pr
 	seen := map[key]bool{}
 	for _, ms := range lists {
 		for _, m := range ms {
-			k := key{m.name, m.linkname, m.typ, m.header, m.dataOff, m.size}
+			k := key{m.Name, m.Linkname, m.Type, m.HeaderOffset, m.DataOffset, m.Size}
 			if !seen[k] {
 				seen[k] = true
 				members = append(members, m)

@@ -1,6 +1,7 @@
-package torch
+package tarlist
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,33 +64,34 @@ func pyDirname(p string) string {
 	return head
 }
 
-// tarList is one listing with the lookups _getmember makes, indexed: a
-// listing can hold millions of members, and every member named like one
-// torch reads is resolved.
-type tarList struct {
-	ms   []tarMember
+// Index is one listing with the lookups tarfile's _getmember makes,
+// indexed: a listing can hold millions of members, and every member a
+// reader asks for may be resolved.
+type Index struct {
+	ms   []Member
 	norm map[string][]int // normpath(name) -> indices, ascending
 	last map[string]int   // exact name -> last index (getmember)
 }
 
-func newTarList(ms []tarMember) *tarList {
-	l := &tarList{ms: ms, norm: map[string][]int{}, last: map[string]int{}}
+// NewIndex indexes a listing (one variant's, as List returns it).
+func NewIndex(ms []Member) *Index {
+	l := &Index{ms: ms, norm: map[string][]int{}, last: map[string]int{}}
 	for i, m := range ms {
-		n := pyNormpath(m.name)
+		n := pyNormpath(m.Name)
 		l.norm[n] = append(l.norm[n], i)
-		l.last[m.name] = i
+		l.last[m.Name] = i
 	}
 	return l
 }
 
 // linkTarget is _find_link_target: the index of the member link i points
 // to, or -1; want is the normalised name looked up.
-func (l *tarList) linkTarget(i int) (j int, want string) {
+func (l *Index) linkTarget(i int) (j int, want string) {
 	m := l.ms[i]
-	name, limit := m.linkname, i
-	if m.typ == '2' {
+	name, limit := m.Linkname, i
+	if m.Type == '2' {
 		var parts []string
-		for _, s := range []string{pyDirname(m.name), m.linkname} {
+		for _, s := range []string{pyDirname(m.Name), m.Linkname} {
 			if s != "" {
 				parts = append(parts, s)
 			}
@@ -105,32 +107,32 @@ func (l *tarList) linkTarget(i int) (j int, want string) {
 	return idx[k-1], want
 }
 
-// resolve returns the members whose data torch may read as member i,
-// which it reads under the name torchName: i itself if it holds data, else
-// what its link chain leads to. When torch extracts "tensors", "storages"
-// is already on disk, so a link to it reads the extracted (last)
-// "storages" as well. notes explain links that lead nowhere; outside are
-// the indices of the links on the way whose target is outside the archive
-// (absolute, or above it): tar.extract makes such a link as it is, and
-// torch then opens a file of the host through it.
-func (l *tarList) resolve(i int, torchName string) (out []int, notes []string, outside []int) {
+// Resolve returns the members whose data a reader of member i may get:
+// i itself if it holds data, else what its link chain leads to. extracted
+// names members tar.extract already wrote to disk (torch extracts
+// "storages" before "tensors"): a link to one of them also reads that file,
+// the last member of the name. notes explain links that lead nowhere;
+// outside are the indices of the links on the way whose target is outside
+// the archive (absolute, or above it): tar.extract makes such a link as it
+// is, and a reader then opens a file of the host through it.
+func (l *Index) Resolve(i int, extracted ...string) (out []int, notes []string, outside []int) {
 	ms := l.ms
 	visited := map[int]bool{}
 	var visit func(i, depth int)
 	visit = func(i, depth int) {
 		if visited[i] {
-			if !tarRegular(ms[i].typ) {
+			if !IsRegularType(ms[i].Type) {
 				notes = append(notes, "the links form a loop (Python stops with a RecursionError)")
 			}
 			return
 		}
 		visited[i] = true
 		m := ms[i]
-		if tarRegular(m.typ) {
+		if IsRegularType(m.Type) {
 			out = append(out, i)
 			return
 		}
-		if m.typ != '1' && m.typ != '2' {
+		if m.Type != '1' && m.Type != '2' {
 			return
 		}
 		if depth >= maxTarLinkDepth {
@@ -139,7 +141,7 @@ func (l *tarList) resolve(i int, torchName string) (out []int, notes []string, o
 		}
 		j, want := l.linkTarget(i)
 		if strings.HasPrefix(want, "/") || want == ".." || strings.HasPrefix(want, "../") {
-			notes = append(notes, "the link "+strconv.Quote(m.linkname)+" points outside the archive (torch would read a file of the host)")
+			notes = append(notes, "the link "+strconv.Quote(m.Linkname)+" points outside the archive (torch would read a file of the host)")
 			outside = append(outside, i)
 		}
 		if j >= 0 {
@@ -147,7 +149,7 @@ func (l *tarList) resolve(i int, torchName string) (out []int, notes []string, o
 		} else {
 			notes = append(notes, "link target "+strconv.Quote(want)+" is not in the archive")
 		}
-		if k, ok := l.last["storages"]; ok && torchName == "tensors" && want == "storages" {
+		if k, ok := l.last[want]; ok && slices.Contains(extracted, want) {
 			visit(k, depth+1)
 		}
 	}
