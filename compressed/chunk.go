@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/huff0"
 	"github.com/klauspost/compress/zstd"
 
@@ -14,7 +15,13 @@ import (
 
 // A grouped chunk (one tensor of a grouped container) is
 //
-//	method u8 | payload | XXH64(decompressed) low 32 bits, u32 LE
+//	method u8 | payload | chunk checksum, u32 LE
+//
+// The chunk checksum is the low 32 bits of XXH64 over the chunk's offset in
+// the original file (u64 LE) followed by its decompressed bytes: a chunk is
+// checked against its position, so chunks swapped, duplicated or renamed
+// in the container are refused although each is intact (version 2; version
+// 1 hashed the bytes alone).
 //
 // method 0 stored: payload is the bytes themselves.
 // method 1 zstd:   payload is one zstd frame.
@@ -56,8 +63,20 @@ func groupingFor(dt safetensors.DType) (w int, rot bool) {
 
 var huffScratch = sync.Pool{New: func() any { return &huff0.Scratch{Reuse: huff0.ReusePolicyNone} }}
 
-// encodeChunk appends the chunk for src (elements of dtype dt) to dst.
-func encodeChunk(dst, src []byte, dt safetensors.DType, zenc *zstd.Encoder) []byte {
+// chunkSum is the checksum of a chunk holding b at offset off of the
+// original file.
+func chunkSum(off int64, b []byte) uint32 {
+	d := xxhash.New()
+	var o [8]byte
+	binary.LittleEndian.PutUint64(o[:], uint64(off))
+	d.Write(o[:])
+	d.Write(b)
+	return uint32(d.Sum64())
+}
+
+// encodeChunk appends the chunk for src (elements of dtype dt, at offset off
+// of the original file) to dst.
+func encodeChunk(dst, src []byte, off int64, dt safetensors.DType, zenc *zstd.Encoder) []byte {
 	start := len(dst)
 	w, rot := groupingFor(dt)
 	if w > 0 && len(src)%w == 0 && len(src) >= 64 {
@@ -70,7 +89,7 @@ func encodeChunk(dst, src []byte, dt safetensors.DType, zenc *zstd.Encoder) []by
 		dst = append(dst[:start], methodStored)
 		dst = append(dst, src...)
 	}
-	return binary.LittleEndian.AppendUint32(dst, checksum(src))
+	return binary.LittleEndian.AppendUint32(dst, chunkSum(off, src))
 }
 
 func encodePlanes(dst, src []byte, w int, rot bool) []byte {
@@ -113,10 +132,11 @@ func encodePlanes(dst, src []byte, w int, rot bool) []byte {
 }
 
 // decodeChunk decodes the grouped chunk blob into dst, which has exactly the
-// decompressed length the chunk index claims. Nothing is written beyond
+// decompressed length the chunk index claims and starts at byte off of the
+// original file. Nothing is written beyond
 // dst; a chunk that decodes to a different length or checksum is an error.
 // par, when not nil, runs the blocks of a planes chunk in parallel.
-func decodeChunk(dst, blob []byte, zdec *zstd.Decoder, par runner) error {
+func decodeChunk(dst, blob []byte, off int64, zdec *zstd.Decoder, par runner) error {
 	if len(blob) < chunkOver {
 		return fmt.Errorf("%w: chunk of %d bytes is too short", ErrCorrupt, len(blob))
 	}
@@ -129,7 +149,7 @@ func decodeChunk(dst, blob []byte, zdec *zstd.Decoder, par runner) error {
 		}
 		copy(dst, payload)
 	case methodZstd:
-		if err := decodeZstdFrame(zdec, dst, payload, 0, false); err != nil {
+		if err := decodeZstdFrame(zdec, dst, payload, 0, 0, false); err != nil {
 			return err
 		}
 	case methodPlanes:
@@ -139,8 +159,8 @@ func decodeChunk(dst, blob []byte, zdec *zstd.Decoder, par runner) error {
 	default:
 		return fmt.Errorf("%w: unknown chunk method %d", ErrCorrupt, method)
 	}
-	if checksum(dst) != sum {
-		return fmt.Errorf("%w: decompressed chunk does not match its checksum", ErrChecksum)
+	if chunkSum(off, dst) != sum {
+		return fmt.Errorf("%w: decompressed chunk does not match its checksum for byte %d of the original: damaged, or out of place (swapped, duplicated or renamed)", ErrChecksum, off)
 	}
 	return nil
 }

@@ -50,17 +50,22 @@ func newZstdDecoder(maxFrame int64, concurrency int) (*zstd.Decoder, error) {
 		zstd.WithDecoderLowmem(true))
 }
 
-// decodeZstdFrame decodes comp, which must hold zstd frames that
-// decompress to exactly len(dst) bytes, into dst. The frame's own content
-// size is checked before decoding; sum (if hasSum) is checked when the
-// frame carries no checksum of its own.
-func decodeZstdFrame(d *zstd.Decoder, dst, comp []byte, sum uint32, hasSum bool) error {
+// decodeZstdFrame decodes comp, which must be exactly one zstd frame (at
+// byte base of the compressed file) that decompresses to exactly len(dst)
+// bytes, into dst. The frame's extent and its own content size are checked
+// before decoding; sum (if hasSum) is the checksum the seek table gives for
+// this position, and is always checked: a frame's own checksum proves only
+// that it is intact, not that it is the frame that belongs here.
+func decodeZstdFrame(d *zstd.Decoder, dst, comp []byte, base int64, sum uint32, hasSum bool) error {
 	var h zstd.Header
 	if err := h.Decode(comp); err != nil {
 		return fmt.Errorf("%w: zstd frame header: %v", ErrCorrupt, err)
 	}
 	if h.Skippable {
 		return fmt.Errorf("%w: seek table points at a skippable frame", ErrCorrupt)
+	}
+	if err := exactlyOneFrame(ZstdSeekable, comp, base); err != nil {
+		return err
 	}
 	if h.HasFCS && h.FrameContentSize != uint64(len(dst)) {
 		return fmt.Errorf("%w: zstd frame declares %d bytes, the seek table %d", ErrCorrupt, h.FrameContentSize, len(dst))
@@ -81,8 +86,34 @@ func decodeZstdFrame(d *zstd.Decoder, dst, comp []byte, sum uint32, hasSum bool)
 	if len(out) > 0 && &out[0] != &dst[0] {
 		copy(dst, out)
 	}
-	if hasSum && !h.HasCheckSum && checksum(dst) != sum {
-		return fmt.Errorf("%w: decompressed bytes do not match the seek table checksum", ErrChecksum)
+	if !hasSum {
+		return nil
+	}
+	// The frame's own checksum (its last 4 bytes, verified by the decoder)
+	// is the same function of the content as the seek table's: comparing
+	// the two costs nothing. Without one, hash the content.
+	got := uint32(0)
+	if h.HasCheckSum {
+		got = binary.LittleEndian.Uint32(comp[len(comp)-4:])
+	} else {
+		got = checksum(dst)
+	}
+	if got != sum {
+		return fmt.Errorf("%w: the frame at byte %d decompresses to bytes whose checksum %08x is not the %08x the seek table gives for this position: frames out of place (swapped, duplicated or replaced)", ErrChecksum, base, got, sum)
+	}
+	return nil
+}
+
+// exactlyOneFrame checks that comp (at byte base) is one whole frame of
+// format f, no more, no less.
+func exactlyOneFrame(f Format, comp []byte, base int64) error {
+	limit := base + int64(len(comp))
+	end, err := frameEnd(f, bytesPeeker(comp, base), base, limit)
+	if err != nil {
+		return err
+	}
+	if end != limit {
+		return fmt.Errorf("%w: the frame at byte %d ends at byte %d, but its seek table entry goes on to byte %d: the frames are out of place", ErrCorrupt, base, end, limit)
 	}
 	return nil
 }
@@ -124,12 +155,12 @@ func encodeLZ4Frame(dst *bytes.Buffer, src []byte, level int, frameSize int64) e
 
 var lz4Readers = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
 
-// decodeLZ4Frame decodes comp, which must be LZ4 frames that decompress to
-// exactly len(dst) bytes, into dst; the content checksum is verified by
-// reading to the end.
-func decodeLZ4Frame(dst, comp []byte, sum uint32, hasSum bool) error {
-	if len(comp) < 4 || binary.LittleEndian.Uint32(comp) != lz4FrameMagic {
-		return fmt.Errorf("%w: not an LZ4 frame", ErrCorrupt)
+// decodeLZ4Frame decodes comp, which must be exactly one LZ4 frame (at byte
+// base) that decompresses to exactly len(dst) bytes, into dst; the content
+// checksum is verified by reading to the end, then the seek table's.
+func decodeLZ4Frame(dst, comp []byte, base int64, sum uint32, hasSum bool) error {
+	if err := exactlyOneFrame(LZ4Seekable, comp, base); err != nil {
+		return err
 	}
 	zr := lz4Readers.Get().(*lz4.Reader)
 	defer lz4Readers.Put(zr)
@@ -151,8 +182,8 @@ func decodeLZ4Frame(dst, comp []byte, sum uint32, hasSum bool) error {
 		}
 		return lz4Error(err)
 	}
-	if hasSum && checksum(dst) != sum {
-		return fmt.Errorf("%w: decompressed bytes do not match the seek table checksum", ErrChecksum)
+	if got := checksum(dst); hasSum && got != sum {
+		return fmt.Errorf("%w: the frame at byte %d decompresses to bytes whose checksum %08x is not the %08x the seek table gives for this position: frames out of place (swapped, duplicated or replaced)", ErrChecksum, base, got, sum)
 	}
 	return nil
 }

@@ -213,7 +213,7 @@ func compressGrouped(dst io.WriterAt, sr *safetensors.Reader, data []segment, c 
 		}
 		defer putBuf(bp)
 		out := getBuf(int64(len(*bp)) + 64)
-		return encodeChunk((*out)[:0], *bp, data[i].dtype, zenc), nil
+		return encodeChunk((*out)[:0], *bp, data[i].off, data[i].dtype, zenc), nil
 	}, func(i int, b []byte) error {
 		_, err := dst.WriteAt(b, base+written)
 		n := int64(len(b))

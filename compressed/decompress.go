@@ -51,6 +51,7 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 	if c.maxSize >= 0 && ra.size > c.maxSize {
 		return nil, newErr(ErrLimit, -1, -1, "%s file decompresses to %d bytes, more than the limit of %d", f, ra.size, c.maxSize)
 	}
+	ra.wholeRead = true // (newReaderAt checked the original's size) every frame is decoded and checked
 	var done int64
 	if len(ra.prefix) > 0 {
 		if _, err := dst.Write(ra.prefix); err != nil {
@@ -93,6 +94,7 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 // copyStream decompresses a plain stream; errors in the data become
 // ErrCorrupt (or ErrChecksum), write errors stay as they are.
 func copyStream(dst io.Writer, r io.Reader, rec *ioRecorder, f Format, size int64, c config) (*Result, error) {
+	out := &checkedWriter{w: dst, format: f, want: -1}
 	var done int64
 	buf := make([]byte, 1<<20)
 	for {
@@ -101,7 +103,7 @@ func copyStream(dst io.Writer, r io.Reader, rec *ioRecorder, f Format, size int6
 			if c.maxSize >= 0 && done+int64(n) > c.maxSize {
 				return nil, newErr(ErrLimit, -1, -1, "%s decompresses to more than the limit of %d bytes", f, c.maxSize)
 			}
-			if _, err := dst.Write(buf[:n]); err != nil {
+			if _, err := out.Write(buf[:n]); err != nil {
 				return nil, err
 			}
 			done += int64(n)
@@ -110,6 +112,9 @@ func copyStream(dst io.Writer, r io.Reader, rec *ioRecorder, f Format, size int6
 			}
 		}
 		if rerr == io.EOF {
+			if err := out.finish(); err != nil {
+				return nil, err
+			}
 			break
 		}
 		if rerr != nil {

@@ -46,7 +46,7 @@ func (f Format) Seekable() bool {
 // the first bytes of the header.
 const (
 	groupedKey     = "gosafetensors.grouped"
-	groupedVersion = "1"
+	groupedVersion = "2"
 	groupedMarker  = `"` + groupedKey + `":"`
 	detectWindow   = 4 << 10
 )

@@ -1,6 +1,7 @@
 package compressed
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,7 +40,9 @@ func readGroupedIndex(r io.ReaderAt, size int64, maxFrame int64) (*groupedIndex,
 		return nil, err
 	}
 	meta := sr.Metadata
-	if v := meta[groupedKey]; v != groupedVersion {
+	if v := meta[groupedKey]; v == "1" {
+		return nil, newErr(ErrCorrupt, -1, -1, "grouped container version 1 is no longer read: its chunk checksums do not bind a chunk to its position, so swapped chunks would decode as data; compress the original again (version %s)", groupedVersion)
+	} else if v != groupedVersion {
 		return nil, newErr(ErrCorrupt, -1, -1, "grouped container version %q is not supported (want %q)", v, groupedVersion)
 	}
 	hdr, ok := meta[groupedHeaderKey]
@@ -88,6 +91,13 @@ func readGroupedIndex(r io.ReaderAt, size int64, maxFrame int64) (*groupedIndex,
 		off += g.frames[i].ulen // at most 2^26 chunks of at most 2^32 bytes: no overflow
 	}
 	g.size = off
+	want, err := originalSize(bytes.NewReader(g.prefix))
+	if err != nil {
+		return nil, err
+	}
+	if want != g.size {
+		return nil, incomplete(GroupedFormat, g.size, want)
+	}
 	return g, nil
 }
 

@@ -22,6 +22,7 @@ import (
 // for concurrent use.
 type ReaderAt struct {
 	src    io.ReaderAt
+	csize  int64 // compressed size
 	name   string
 	format Format
 	size   int64  // uncompressed size
@@ -42,6 +43,14 @@ type ReaderAt struct {
 	limit       int      // frames kept at most
 	cacheMax    int64    // bytes kept at most
 	cachedBytes int64
+
+	// walkMu guards walked: entries [0, walked) of a seek table are known to
+	// be one whole frame each, so entry walked starts where the frames, read
+	// in sequence, put a frame. wholeRead (Decompress) decodes every entry,
+	// checking each, and needs no walk ahead.
+	walkMu    sync.Mutex
+	walked    int
+	wholeRead bool
 
 	framesDecoded atomic.Int64
 	bytesDecoded  atomic.Int64
@@ -80,7 +89,7 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 	if err != nil {
 		return nil, err
 	}
-	ra := &ReaderAt{src: r, name: c.name, format: f, limit: c.cacheFrames, cacheMax: c.cacheBytes, conc: c.concurrency}
+	ra := &ReaderAt{src: r, csize: size, name: c.name, format: f, limit: c.cacheFrames, cacheMax: c.cacheBytes, conc: c.concurrency}
 	if ra.cacheMax == 0 {
 		ra.limit = 0
 	}
@@ -88,7 +97,7 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 	case None:
 		return nil, newErr(ErrNotCompressed, -1, -1, "not a compressed file (no zstd or lz4 seek table, no grouped container)")
 	case ZstdStream, LZ4Stream:
-		return nil, newErr(ErrNotSeekable, -1, -1, "%s: a plain stream without a seek table allows no random access; decompress it first (safetensors decompress), or recompress it with safetensors compress", f)
+		return nil, newErr(ErrNotSeekable, -1, -1, "%s: no seek table at the end of the file, so no random access: a plain stream (as the zstd and lz4 tools write) must be decompressed first (safetensors decompress), or the original compressed with safetensors compress; a seekable file cut short (a truncated download?) looks the same", f)
 	case ZstdSeekable, LZ4Seekable:
 		frames, usize, err := readSeekTable(r, size, c.maxFrame, c.maxFrames)
 		if err != nil {
@@ -100,11 +109,11 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 				return nil, err
 			}
 			ra.decode = func(dst, comp []byte, fr *frame, _ runner) error {
-				return decodeZstdFrame(ra.zdec, dst, comp, fr.sum, fr.hasSum)
+				return decodeZstdFrame(ra.zdec, dst, comp, fr.coff, fr.sum, fr.hasSum)
 			}
 		} else {
 			ra.decode = func(dst, comp []byte, fr *frame, _ runner) error {
-				return decodeLZ4Frame(dst, comp, fr.sum, fr.hasSum)
+				return decodeLZ4Frame(dst, comp, fr.coff, fr.sum, fr.hasSum)
 			}
 		}
 	case GroupedFormat:
@@ -116,12 +125,27 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 		if ra.zdec, err = newZstdDecoder(c.maxFrame, c.concurrency); err != nil {
 			return nil, err
 		}
-		ra.decode = func(dst, comp []byte, _ *frame, par runner) error { return decodeChunk(dst, comp, ra.zdec, par) }
+		ra.decode = func(dst, comp []byte, fr *frame, par runner) error {
+			return decodeChunk(dst, comp, fr.uoff, ra.zdec, par)
+		}
 	}
 	if c.maxRatio > 0 && ra.size > maxOriginal(size, c.maxRatio) {
 		ra.Close()
 		return nil, newErr(ErrLimit, -1, -1, "%d compressed bytes claim %d bytes of original (more than %d times the compressed size plus %d MiB): a decompression bomb? (decompress --max-ratio 0 reads it anyway)",
 			size, ra.size, c.maxRatio, ratioSlack>>20)
+	}
+	if f == ZstdSeekable || f == LZ4Seekable {
+		// The original's header says how long it is; frames missing at the
+		// end (with their seek table entries) leave a consistent table.
+		// (The grouped index was checked against its header already.)
+		want, err := originalSize(io.NewSectionReader(ra, 0, ra.size))
+		if err == nil && want != ra.size {
+			err = incomplete(f, ra.size, want)
+		}
+		if err != nil {
+			ra.Close()
+			return nil, err
+		}
 	}
 	return ra, nil
 }
@@ -460,6 +484,9 @@ type directFrame struct {
 // par (if not nil) may decode parts of the frame in parallel.
 func (r *ReaderAt) decodeFrame(i int, dst []byte, par runner) error {
 	f := &r.frames[i]
+	if err := r.walkTo(i); err != nil {
+		return err
+	}
 	var err error
 	r.mapMu.RLock()
 	if comp, ok := r.mappedFrame(f.coff, f.clen); ok {
@@ -499,6 +526,54 @@ func (r *ReaderAt) decodeFrame(i int, dst []byte, par runner) error {
 	}
 	r.framesDecoded.Add(1)
 	r.bytesDecoded.Add(f.ulen)
+	r.walkMu.Lock()
+	if r.walked == i {
+		r.walked = i + 1 // its decoder checked it is one whole frame
+	}
+	r.walkMu.Unlock()
+	return nil
+}
+
+// walkTo makes sure entry i of a seek table starts where a frame starts
+// when the file is read in sequence: it walks the frame and block headers
+// of the entries before it not yet known to be one whole frame each (a few
+// bytes per block, from the mapping when there is one). Without this, an
+// entry could point at a frame hidden inside another frame's raw block: it
+// decodes and checks fine on its own, but `zstd -d` never sees it.
+func (r *ReaderAt) walkTo(i int) error {
+	if r.wholeRead || r.format != ZstdSeekable && r.format != LZ4Seekable {
+		return nil
+	}
+	r.walkMu.Lock()
+	defer r.walkMu.Unlock()
+	if r.walked >= i {
+		return nil
+	}
+	r.mapMu.RLock()
+	defer r.mapMu.RUnlock()
+	peek := readerPeeker(r.src, r.csize)
+	if r.mapped != nil {
+		peek = bytesPeeker(r.mapped, 0)
+	}
+	for ; r.walked < i; r.walked++ {
+		f := &r.frames[r.walked]
+		limit := f.coff + f.clen
+		var end int64
+		err := fault.Catch(func() error {
+			var err error
+			end, err = frameEnd(r.format, peek, f.coff, limit)
+			return err
+		})
+		if err == nil && end != limit {
+			err = fmt.Errorf("%w: the frame at byte %d ends at byte %d, but its seek table entry goes on to byte %d: the frames are out of place", ErrCorrupt, f.coff, end, limit)
+		}
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				return &Error{Frame: r.walked, Offset: f.coff, Msg: fmt.Sprintf("frame %d, before the frame %d being read, is not where the seek table says", r.walked, i), Err: ErrCorrupt, Cause: err}
+			}
+			return fmt.Errorf("walking the frames before frame %d, at byte %d: %w", i, f.coff, err)
+		}
+	}
 	return nil
 }
 
