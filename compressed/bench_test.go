@@ -2,6 +2,7 @@ package compressed
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -139,7 +140,7 @@ func BenchmarkSize(b *testing.B) {
 			for range b.N {
 				for _, codec := range allCodecs {
 					out := f.path + "." + string(codec)
-					res, err := CompressFile(f.path, out, WithCodec(codec), WithOverwrite(true))
+					res, err := CompressFile(context.Background(), f.path, out, WithCodec(codec), WithOverwrite(true))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -190,7 +191,7 @@ func BenchmarkSpeed(b *testing.B) {
 					for range rounds {
 						wall, cpu := measure(func() time.Duration {
 							if err := fileToFile(f.path, comp, func(dst *os.File, src *os.File, size int64) error {
-								_, err := Compress(dst, src, size, WithCodec(codec))
+								_, err := Compress(context.Background(), dst, src, size, WithCodec(codec))
 								return err
 							}); err != nil {
 								b.Fatal(err)
@@ -200,7 +201,7 @@ func BenchmarkSpeed(b *testing.B) {
 						add(&cw, &cc, wall, cpu)
 						wall, cpu = measure(func() time.Duration {
 							if err := fileToFile(comp, out, func(dst *os.File, src *os.File, size int64) error {
-								_, err := Decompress(dst, src, size)
+								_, err := Decompress(context.Background(), dst, src, size)
 								return err
 							}); err != nil {
 								b.Fatal(err)
@@ -302,7 +303,7 @@ func BenchmarkRandomAccess(b *testing.B) {
 	}
 	for _, codec := range allCodecs {
 		comp := f.path + "." + string(codec)
-		if _, err := CompressFile(f.path, comp, WithCodec(codec), WithOverwrite(true)); err != nil {
+		if _, err := CompressFile(context.Background(), f.path, comp, WithCodec(codec), WithOverwrite(true)); err != nil {
 			b.Fatal(err)
 		}
 		ra, err := Open(comp, WithCacheFrames(0))

@@ -3,6 +3,7 @@ package compressed
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -80,8 +81,9 @@ func granule(d safetensors.DType) int64 {
 // are compressed on [WithConcurrency] goroutines; memory holds a window of
 // 2× that many frames, whatever the file size. The grouped codec needs dst
 // to be an io.WriterAt as well (an *os.File): its header, written last, holds
-// the compressed sizes.
-func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Result, error) {
+// the compressed sizes. When ctx is cancelled no new frame is started and
+// ctx's error is returned (dst then holds part of the output).
+func Compress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Result, error) {
 	c, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
@@ -118,11 +120,11 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 		if !ok {
 			return nil, fmt.Errorf("compressed: %w: the grouped codec writes to an io.WriterAt (a file), got %T", ErrOption, dst)
 		}
-		return compressGrouped(wa, sr, segs, c, res, zenc, read, progress)
+		return compressGrouped(ctx, wa, sr, segs, c, res, zenc, read, progress)
 	}
 	frames := make([]frame, 0, len(segs))
 	var written int64
-	err = ordered(len(segs), c.concurrency, func(i int) ([]byte, error) {
+	err = ordered(ctx, len(segs), c.concurrency, func(i int) ([]byte, error) {
 		bp, err := read(segs[i])
 		if err != nil {
 			return nil, err
@@ -174,7 +176,7 @@ func Compress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Resu
 	return res, nil
 }
 
-func compressGrouped(dst io.WriterAt, sr *safetensors.Reader, data []segment, c config, res *Result, zenc *zstd.Encoder,
+func compressGrouped(ctx context.Context, dst io.WriterAt, sr *safetensors.Reader, data []segment, c config, res *Result, zenc *zstd.Encoder,
 	read func(segment) (*[]byte, error), progress func(int64)) (*Result, error) {
 	hseg := segment{off: 0, n: sr.DataOffset()}
 	hp, err := read(hseg)
@@ -206,7 +208,7 @@ func compressGrouped(dst io.WriterAt, sr *safetensors.Reader, data []segment, c 
 	clens := make([]int64, len(data))
 	var written int64
 	progress(hseg.n)
-	err = ordered(len(data), c.concurrency, func(i int) ([]byte, error) {
+	err = ordered(ctx, len(data), c.concurrency, func(i int) ([]byte, error) {
 		bp, err := read(data[i])
 		if err != nil {
 			return nil, err

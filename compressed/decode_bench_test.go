@@ -2,6 +2,7 @@ package compressed
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func BenchmarkDecodeMem(b *testing.B) {
 						b.ReportMetric(float64(int64(len(orig))*int64(b.N))/1e6/(cpuTime()-c0).Seconds(), "MB/cpu-s")
 					}()
 					for range b.N {
-						if _, err := Decompress(io.Discard, src.r, int64(len(comp)), WithConcurrency(conc)); err != nil {
+						if _, err := Decompress(context.Background(), io.Discard, src.r, int64(len(comp)), WithConcurrency(conc)); err != nil {
 							b.Fatal(err)
 						}
 					}

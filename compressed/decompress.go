@@ -1,6 +1,7 @@
 package compressed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,17 +15,20 @@ import (
 // bytes) to dst. Seekable files are decompressed frame by frame on
 // [WithConcurrency] goroutines with a bounded window; plain zstd and LZ4
 // streams (no seek table) are decompressed as streams, their window capped
-// by [WithMaxFrameSize]. Every frame's size and checksum is checked.
-func Decompress(dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Result, error) {
+// by [WithMaxFrameSize]. Every frame's size and checksum is checked, each
+// against its position, and the result against the size the original's own
+// header gives: a file cut short is an error, never a short original. When
+// ctx is cancelled no new frame is started and ctx's error is returned.
+func Decompress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Result, error) {
 	c, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	res, err := decompress(dst, src, size, c)
+	res, err := decompress(ctx, dst, src, size, c)
 	return res, withFile(err, c.name)
 }
 
-func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, error) {
+func decompress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, error) {
 	f, err := Detect(src, size)
 	if err != nil {
 		return nil, err
@@ -38,9 +42,9 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 			return nil, err
 		}
 		defer zr.Close()
-		return copyStream(dst, zr, rec, f, size, c)
+		return copyStream(ctx, dst, zr, rec, f, size, c)
 	case LZ4Stream:
-		return copyStream(dst, lz4.NewReader(io.NewSectionReader(rec, 0, size)), rec, f, size, c)
+		return copyStream(ctx, dst, lz4.NewReader(io.NewSectionReader(rec, 0, size)), rec, f, size, c)
 	}
 	ra, err := newReaderAt(src, size, c)
 	if err != nil {
@@ -60,7 +64,7 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 		done = int64(len(ra.prefix))
 	}
 	batches := batchFrames(ra.frames, decodeBatch)
-	err = ordered(len(batches)-1, c.concurrency, func(k int) ([]byte, error) {
+	err = ordered(ctx, len(batches)-1, c.concurrency, func(k int) ([]byte, error) {
 		fs := ra.frames[batches[k]:batches[k+1]]
 		bp := getBuf(fs[len(fs)-1].uoff + fs[len(fs)-1].ulen - fs[0].uoff) // at most max(decodeBatch, one frame)
 		buf := *bp
@@ -93,11 +97,14 @@ func decompress(dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, 
 
 // copyStream decompresses a plain stream; errors in the data become
 // ErrCorrupt (or ErrChecksum), write errors stay as they are.
-func copyStream(dst io.Writer, r io.Reader, rec *ioRecorder, f Format, size int64, c config) (*Result, error) {
+func copyStream(ctx context.Context, dst io.Writer, r io.Reader, rec *ioRecorder, f Format, size int64, c config) (*Result, error) {
 	out := &checkedWriter{w: dst, format: f, want: -1}
 	var done int64
 	buf := make([]byte, 1<<20)
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		n, rerr := r.Read(buf)
 		if n > 0 {
 			if c.maxSize >= 0 && done+int64(n) > c.maxSize {

@@ -2,6 +2,7 @@ package compressed
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +24,7 @@ func BenchmarkEncodeMem(b *testing.B) {
 			b.SetBytes(int64(len(orig)))
 			c0 := cpuTime()
 			for range b.N {
-				if _, err := Compress(f, bytes.NewReader(orig), int64(len(orig)), WithCodec(codec)); err != nil {
+				if _, err := Compress(context.Background(), f, bytes.NewReader(orig), int64(len(orig)), WithCodec(codec)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
 package compressed_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"os"
@@ -31,7 +32,7 @@ func Example() {
 	}
 
 	out := filepath.Join(dir, "model.grouped.safetensors")
-	res, err := compressed.CompressFile(in, out, compressed.WithCodec(compressed.Grouped), compressed.WithFrameSize(64<<10))
+	res, err := compressed.CompressFile(context.Background(), in, out, compressed.WithCodec(compressed.Grouped), compressed.WithFrameSize(64<<10))
 	if err != nil {
 		log.Fatal(err)
 	}

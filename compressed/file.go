@@ -1,6 +1,7 @@
 package compressed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,18 +14,19 @@ import (
 // CompressFile compresses the safetensors file in to out (see [Compress]).
 // The output is written atomically: a temporary file in out's directory,
 // synced, then renamed; nothing is left behind on error, and in is never
-// changed (out may not be in itself).
-func CompressFile(in, out string, opts ...Option) (*Result, error) {
+// changed (out may not be in itself). Cancelling ctx stops the work and
+// removes the temporary file.
+func CompressFile(ctx context.Context, in, out string, opts ...Option) (*Result, error) {
 	return convertFile(in, out, opts, func(dst *atomicfile.File, src *os.File, size int64, opts []Option) (*Result, error) {
-		return Compress(dst, src, size, opts...)
+		return Compress(ctx, dst, src, size, opts...)
 	})
 }
 
 // DecompressFile restores the original file from the compressed file in
 // (see [Decompress]), writing out atomically like [CompressFile].
-func DecompressFile(in, out string, opts ...Option) (*Result, error) {
+func DecompressFile(ctx context.Context, in, out string, opts ...Option) (*Result, error) {
 	return convertFile(in, out, opts, func(dst *atomicfile.File, src *os.File, size int64, opts []Option) (*Result, error) {
-		return Decompress(dst, src, size, opts...)
+		return Decompress(ctx, dst, src, size, opts...)
 	})
 }
 

@@ -2,6 +2,7 @@ package compressed
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"testing"
 
@@ -52,7 +53,7 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		opts := []Option{WithMaxFrameSize(1 << 20), WithConcurrency(2), WithMaxSize(int64(2 * len(orig)))}
 		var out bytes.Buffer
-		res, err := Decompress(&out, bytes.NewReader(data), int64(len(data)), opts...)
+		res, err := Decompress(context.Background(), &out, bytes.NewReader(data), int64(len(data)), opts...)
 		if err == nil {
 			got := out.Bytes()
 			if !bytes.Equal(got, orig) {

@@ -2,6 +2,7 @@ package compressed
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -99,7 +100,7 @@ func compressBytes(t testing.TB, orig []byte, opts ...Option) []byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := Compress(f, bytes.NewReader(orig), int64(len(orig)), opts...); err != nil {
+	if _, err := Compress(context.Background(), f, bytes.NewReader(orig), int64(len(orig)), opts...); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(f.Name())
@@ -111,7 +112,7 @@ func compressBytes(t testing.TB, orig []byte, opts ...Option) []byte {
 
 func decompressBytes(comp []byte, opts ...Option) ([]byte, error) {
 	var out bytes.Buffer
-	_, err := Decompress(&out, bytes.NewReader(comp), int64(len(comp)), opts...)
+	_, err := Decompress(context.Background(), &out, bytes.NewReader(comp), int64(len(comp)), opts...)
 	return out.Bytes(), err
 }
 

@@ -2,6 +2,7 @@ package compressed
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -345,7 +346,7 @@ func TestStreamIOErrorStaysIOError(t *testing.T) {
 	}
 	boom := errors.New("network gone")
 	fr := &failingReader{r: bytes.NewReader(fb.Bytes()), after: int64(fb.Len()) / 2, err: boom}
-	_, err := Decompress(io.Discard, fr, int64(fb.Len()))
+	_, err := Decompress(context.Background(), io.Discard, fr, int64(fb.Len()))
 	if !errors.Is(err, boom) || errors.Is(err, ErrCorrupt) {
 		t.Errorf("error %v: want the I/O error, not a format error", err)
 	}
@@ -383,7 +384,7 @@ func TestRatioBomb(t *testing.T) {
 	if _, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp))); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "bomb") {
 		t.Fatalf("NewReaderAt of a %d-byte file claiming 3 GiB: %v, want ErrLimit", len(comp), err)
 	}
-	if _, err := Decompress(io.Discard, bytes.NewReader(comp), int64(len(comp)), WithMaxRatio(1000)); !errors.Is(err, ErrLimit) {
+	if _, err := Decompress(context.Background(), io.Discard, bytes.NewReader(comp), int64(len(comp)), WithMaxRatio(1000)); !errors.Is(err, ErrLimit) {
 		t.Fatalf("Decompress: %v, want ErrLimit", err)
 	}
 	ra, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp)), WithMaxRatio(0))

@@ -1,12 +1,25 @@
 package compressed
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // ordered runs work(i) for i in [0, n) on conc goroutines and calls emit(i,
 // result) in order of i from the calling goroutine. At most 2*conc results
 // are in flight, so memory is bounded by the window, not by n. The first
-// error stops new work and is returned.
-func ordered(n, conc int, work func(i int) ([]byte, error), emit func(i int, b []byte) error) error {
+// error stops new work and is returned; so does ctx's cancellation, checked
+// before each piece of work starts.
+func ordered(ctx context.Context, n, conc int, work func(i int) ([]byte, error), emit func(i int, b []byte) error) error {
+	if ctx.Done() != nil {
+		inner := work
+		work = func(i int) ([]byte, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return inner(i)
+		}
+	}
 	if conc <= 1 {
 		// One worker: no goroutines, no hand-offs between them.
 		for i := range n {

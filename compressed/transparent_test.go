@@ -2,6 +2,7 @@ package compressed_test
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ func TestOpenReadsCompressedTransparently(t *testing.T) {
 	defer want.Close()
 	for _, codec := range []compressed.Codec{compressed.Zstd, compressed.LZ4, compressed.Grouped} {
 		out := filepath.Join(t.TempDir(), "m."+string(codec))
-		if _, err := compressed.CompressFile(orig, out, compressed.WithCodec(codec)); err != nil {
+		if _, err := compressed.CompressFile(context.Background(), orig, out, compressed.WithCodec(codec)); err != nil {
 			t.Fatal(err)
 		}
 		f, err := safetensors.Open(out)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -27,12 +29,26 @@ type compressFlags struct {
 	force     bool
 	maxSize   string
 	maxRatio  int64
+	output    string
+}
+
+// outputArg is the output named by -o or by the second argument (not
+// both, unless they agree), or "" for the default name.
+func outputArg(args []string, fl compressFlags) (string, error) {
+	out := fl.output
+	if len(args) == 2 {
+		if out != "" && out != args[1] {
+			return "", usageError("two outputs: -o %s and %s; give one", out, args[1])
+		}
+		out = args[1]
+	}
+	return out, nil
 }
 
 func newCompressCmd() *cobra.Command {
 	var fl compressFlags
 	cmd := &cobra.Command{
-		Use:   "compress IN [OUT]",
+		Use:   "compress IN [OUT | -o OUT]",
 		Short: "Compress a safetensors file so that tensors and slices stay readable at random",
 		Long: `Compress a safetensors file. Every command that reads safetensors files can
 read the result, decompressing only the frames that hold what it needs.
@@ -48,44 +64,51 @@ Codecs (--codec):
            (its tensors are the compressed chunks); 'safetensors decompress'
            restores the original.
 
-OUT defaults to IN.zst, IN.lz4 or NAME.grouped.safetensors. The output is
-written atomically and never replaces an existing file without --force.
+OUT (the second argument, or -o) defaults to IN.zst, IN.lz4 or
+NAME.grouped.safetensors. The output is written atomically and never
+replaces an existing file without --force; an interrupted run leaves
+nothing behind.
 
 Exit status: 0 compressed, 1 the input is not a valid safetensors file,
 2 could not read or write (or the output exists: use --force).`,
 		Example: `  safetensors compress model.safetensors                  # -> model.safetensors.zst
   safetensors compress --codec grouped model.safetensors  # -> model.grouped.safetensors
-  safetensors compress -c lz4 --frame-size 4MiB model.safetensors out.lz4`,
+  safetensors compress -c lz4 --frame-size 4MiB model.safetensors -o out.lz4`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := ""
-			if len(args) == 2 {
-				out = args[1]
+			out, err := outputArg(args, fl)
+			if err != nil {
+				return err
 			}
-			return runCompress(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, fl)
+			return runCompress(cmdContext(cmd), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, fl)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&fl.codec, "codec", "c", "zstd", "zstd, lz4 or grouped")
 	f.IntVarP(&fl.level, "level", "l", 2, "compression level 1 (fastest) to 4 (best); 2 is like zstd -3")
-	f.StringVar(&fl.frameSize, "frame-size", "256KiB", "uncompressed bytes per frame, the unit of random access (4KiB to 64MiB; a read decodes the frames it touches in parallel)")
+	f.StringVar(&fl.frameSize, "frame-size", defaultFrameSize, "uncompressed bytes per frame, the unit of random access (4KiB to 64MiB; a read decodes the frames it touches in parallel)")
 	f.IntVarP(&fl.jobs, "jobs", "j", 0, "frames compressed at once (default: number of CPUs)")
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite an existing output")
+	f.StringVarP(&fl.output, "output", "o", "", "write the compressed file to `OUT` (default IN.zst, IN.lz4 or NAME.grouped.safetensors)")
 	return cmd
 }
 
 func newDecompressCmd() *cobra.Command {
 	var fl compressFlags
 	cmd := &cobra.Command{
-		Use:   "decompress IN [OUT]",
+		Use:   "decompress IN [OUT | -o OUT]",
 		Short: "Restore the original safetensors file from a compressed one (zstd, lz4, grouped)",
 		Long: `Restore the original file, byte for byte, from a file written by
 'safetensors compress' (or by the zstd and lz4 tools). Every frame's size and
-checksum is verified.
+checksum is verified, each frame against its position, and the result against
+the size the original's own header gives: a file cut short (a seekable file
+cut at a frame boundary has lost its seek table and looks like a plain stream)
+is refused, never restored as a short file.
 
-OUT defaults to IN without .zst or .lz4, or NAME.safetensors for
-NAME.grouped.safetensors. The output is written atomically and never replaces
-an existing file without --force.
+OUT (the second argument, or -o) defaults to IN without .zst or .lz4, or
+NAME.safetensors for NAME.grouped.safetensors. The output is written
+atomically and never replaces an existing file without --force; an
+interrupted run leaves nothing behind.
 
 Exit status: 0 restored, 1 the input is not compressed or is corrupt, 2 could
 not read or write (or the output exists: use --force).`,
@@ -94,11 +117,11 @@ not read or write (or the output exists: use --force).`,
   safetensors decompress --max-size 100GiB in.zst out.safetensors`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := ""
-			if len(args) == 2 {
-				out = args[1]
+			out, err := outputArg(args, fl)
+			if err != nil {
+				return err
 			}
-			return runDecompress(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, fl)
+			return runDecompress(cmdContext(cmd), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, fl)
 		},
 	}
 	f := cmd.Flags()
@@ -106,10 +129,14 @@ not read or write (or the output exists: use --force).`,
 	f.BoolVarP(&fl.force, "force", "f", false, "overwrite an existing output")
 	f.StringVar(&fl.maxSize, "max-size", "", "refuse input that decompresses to more than this, e.g. 200GiB (default: no limit, like zstd -d)")
 	f.Int64Var(&fl.maxRatio, "max-ratio", compressed.DefaultMaxRatio, "refuse a seekable input claiming more than this many original bytes per compressed byte, plus 1 GiB (0: no cap)")
+	f.StringVarP(&fl.output, "output", "o", "", "write the restored file to `OUT` (default IN without .zst or .lz4)")
 	return cmd
 }
 
-func runCompress(stdout, stderr io.Writer, in, out string, fl compressFlags) error {
+// defaultFrameSize is --frame-size's default, spelt from the library's.
+var defaultFrameSize = strconv.FormatInt(compressed.DefaultFrameSize>>10, 10) + "KiB"
+
+func runCompress(ctx context.Context, stdout, stderr io.Writer, in, out string, fl compressFlags) error {
 	fs, err := parseSize(fl.frameSize)
 	if err != nil {
 		return usageError("--frame-size: %v", err)
@@ -130,7 +157,7 @@ func runCompress(stdout, stderr io.Writer, in, out string, fl compressFlags) err
 	if bar != nil {
 		opts = append(opts, compressed.WithProgress(func(done, total int64) { bar.setTotal(total); bar.update(done) }))
 	}
-	res, err := compressed.CompressFile(in, out, opts...)
+	res, err := compressed.CompressFile(ctx, in, out, opts...)
 	bar.done()
 	if err != nil {
 		if f := detectFile(in); f != compressed.None {
@@ -144,7 +171,7 @@ func runCompress(stdout, stderr io.Writer, in, out string, fl compressFlags) err
 	return nil
 }
 
-func runDecompress(stdout, stderr io.Writer, in, out string, fl compressFlags) error {
+func runDecompress(ctx context.Context, stdout, stderr io.Writer, in, out string, fl compressFlags) error {
 	if out == "" {
 		out = decompressedName(in)
 		if out == "" {
@@ -170,7 +197,7 @@ func runDecompress(stdout, stderr io.Writer, in, out string, fl compressFlags) e
 	if bar != nil {
 		opts = append(opts, compressed.WithProgress(func(done, total int64) { bar.setTotal(total); bar.update(done) }))
 	}
-	res, err := compressed.DecompressFile(in, out, opts...)
+	res, err := compressed.DecompressFile(ctx, in, out, opts...)
 	bar.done()
 	if err != nil {
 		return compressError(err)

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gosafetensors/safetensors/compressed"
 )
 
 func TestCompressCmdRoundTrip(t *testing.T) {
@@ -139,5 +142,80 @@ func TestCompressCmdZstdCLI(t *testing.T) {
 		if !bytes.Equal(got, orig) {
 			t.Errorf("%s differs from the original", f)
 		}
+	}
+}
+
+// TestCompressCmdOutputFlag: -o names the output like get's; it may not
+// contradict the second argument; --frame-size's stated default is the
+// library's.
+func TestCompressCmdOutputFlag(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.safetensors")
+	copyTestFile(t, torchDir+"tiny_transformer.safetensors", in)
+	out := filepath.Join(dir, "packed.lz4")
+	if code, stdout, errOut := runCLI(t, "compress", "-c", "lz4", in, "-o", out); code != 0 || !strings.Contains(stdout, "-> "+out) {
+		t.Fatalf("compress -o: exit %d %s %s", code, stdout, errOut)
+	}
+	back := filepath.Join(dir, "back.safetensors")
+	if code, _, errOut := runCLI(t, "decompress", out, "--output", back); code != 0 {
+		t.Fatalf("decompress --output: exit %d %s", code, errOut)
+	}
+	a, _ := os.ReadFile(in)
+	if b, _ := os.ReadFile(back); !bytes.Equal(a, b) {
+		t.Error("round trip through -o differs")
+	}
+	if code, _, errOut := runCLI(t, "compress", in, filepath.Join(dir, "x.zst"), "-o", filepath.Join(dir, "y.zst")); code != 2 || !strings.Contains(errOut, "two outputs") {
+		t.Errorf("two outputs: exit %d %q", code, errOut)
+	}
+	if n, err := parseSize(defaultFrameSize); err != nil || n != compressed.DefaultFrameSize {
+		t.Errorf("--frame-size default %q = %d, %v; the library's is %d", defaultFrameSize, n, err, compressed.DefaultFrameSize)
+	}
+	_, help, _ := runCLI(t, "compress", "--help")
+	if !strings.Contains(help, `(default "`+defaultFrameSize+`")`) {
+		t.Errorf("help does not state the default %s:\n%s", defaultFrameSize, help)
+	}
+}
+
+// TestCompressedOutOfPlaceRefused: the crafted files of testdata/compressed
+// (frames swapped, duplicated, hidden inside another frame, cut at a frame
+// boundary, dropped) are refused by every command that reads them, with
+// exit 1, and decompress leaves no output.
+func TestCompressedOutOfPlaceRefused(t *testing.T) {
+	const dir = "../../testdata/compressed/"
+	b, err := os.ReadFile(dir + "INDEX.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(b, &idx); err != nil || len(idx) == 0 {
+		t.Fatalf("INDEX.json: %v", err)
+	}
+	for _, e := range idx {
+		t.Run(e.Name, func(t *testing.T) {
+			in := dir + e.Name
+			out := filepath.Join(t.TempDir(), "out.safetensors")
+			if code, _, errOut := runCLI(t, "decompress", in, "-o", out); code != 1 {
+				t.Errorf("decompress: exit %d %s", code, errOut)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("decompress left an output")
+			}
+			if code, stdout, errOut := runCLI(t, "stats", in); code == 0 {
+				t.Errorf("stats: exit 0\n%s%s", stdout, errOut)
+			}
+			// The tensor whose frame is out of place is refused (the
+			// other may be read: its frame is where it belongs).
+			refused := 0
+			for _, name := range []string{"a", "b"} {
+				if code, _, _ := runCLI(t, "get", in, name, "--slice", "100:200"); code != 0 {
+					refused++
+				}
+			}
+			if refused == 0 {
+				t.Error("get --slice read both tensors")
+			}
+		})
 	}
 }
