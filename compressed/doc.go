@@ -16,15 +16,19 @@
 //     chunks; float tensors are split into byte planes (after moving the
 //     exponent into one byte), each plane Huffman-coded (huff0). Its
 //     __metadata__ marks the format and holds the chunk index, so any
-//     safetensors reader can list it. See the README for the specification.
+//     safetensors reader can list it. docs/compressed.md specifies all three
+//     and what a reader refuses.
 //
 // [NewReaderAt] presents any of them as an io.ReaderAt over the ORIGINAL
 // file bytes, so safetensors.NewReader works on it unchanged. [Compress] and
-// [Decompress] convert whole files in parallel with bounded memory;
-// [CompressFile] and [DecompressFile] write their output atomically.
+// [Decompress] convert whole files in parallel with bounded memory and stop
+// when their context is cancelled; [CompressFile] and [DecompressFile] write
+// their output atomically.
 //
 // Every byte of a compressed file is treated as hostile: seek tables and
 // chunk indexes are validated before use, every frame is decoded with a cap
 // equal to the size it claims (and at most [DefaultMaxFrameSize]), checksums
-// are verified, and a mismatch is an error, never wrong bytes.
+// are verified, every frame is checked against its position, and the
+// result against the size the original's own header gives: a mismatch is an
+// error, never wrong bytes.
 package compressed

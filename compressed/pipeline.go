@@ -9,15 +9,21 @@ import (
 // result) in order of i from the calling goroutine. At most 2*conc results
 // are in flight, so memory is bounded by the window, not by n. The first
 // error stops new work and is returned; so does ctx's cancellation, checked
-// before each piece of work starts.
+// before each piece of work starts and before each result is emitted.
 func ordered(ctx context.Context, n, conc int, work func(i int) ([]byte, error), emit func(i int, b []byte) error) error {
 	if ctx.Done() != nil {
-		inner := work
+		inner, out := work, emit
 		work = func(i int) ([]byte, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			return inner(i)
+		}
+		emit = func(i int, b []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return out(i, b)
 		}
 	}
 	if conc <= 1 {
