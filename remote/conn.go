@@ -78,6 +78,11 @@ func (e *retryAfterError) Unwrap() error { return e.StatusError }
 
 // do runs r with retries and backoff, bounded in attempts and time.
 func (c *conn) do(ctx context.Context, r *request) error {
+	if r.op != "open" {
+		if err := r.f.guard(); err != nil {
+			return r.wrap(err)
+		}
+	}
 	start := time.Now()
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -219,13 +224,22 @@ func (c *conn) send(ctx context.Context, r *request) (*http.Response, error) {
 		if c.token != "" && u.Host == c.authHost && u.Scheme == c.authScheme {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
-		if f.etag != "" && !isWeak(f.etag) && u.Host == f.etagHost {
-			req.Header.Set("If-Match", f.etag)
+		if u.Host == f.pinHost {
+			switch {
+			case strongETag(f.etag):
+				req.Header.Set("If-Match", f.etag)
+			case f.pinned == pinLastModified:
+				req.Header.Set("If-Unmodified-Since", f.lastMod)
+			}
 		}
 		c.stats.requests.Add(1)
 		f.stats.requests.Add(1)
 		resp, err := c.client.Do(req)
 		if err != nil {
+			return nil, err
+		}
+		if err := f.checkLinked(resp.Header); err != nil {
+			drain(resp)
 			return nil, err
 		}
 		switch resp.StatusCode {
@@ -270,8 +284,6 @@ func drain(resp *http.Response) {
 	_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 	resp.Body.Close()
 }
-
-func isWeak(etag string) bool { return len(etag) >= 2 && etag[:2] == "W/" }
 
 // statusError builds the error for an unexpected status.
 func statusError(resp *http.Response) error {

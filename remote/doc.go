@@ -4,18 +4,25 @@
 // A [File] is an io.ReaderAt over one remote object. It never returns wrong
 // bytes: every response must be a 206 whose Content-Range matches the request
 // and the size learned when the file was opened, its body must be exactly as
-// long as the range, and the object must not change between requests (its
-// ETag is pinned with If-Match and, with Last-Modified and the size, checked
-// on every response). Anything else is an error. The first request fetches a
-// prefix (100,008 bytes by default) that is kept, so the safetensors header
-// of a file costs one request when it is smaller than that.
+// long as the range, and the object must provably not change between
+// requests. What proves it is a strong validator of the first response: a
+// strong ETag (sent back as If-Match), a Last-Modified at least a minute
+// older than the response's Date (sent back as If-Unmodified-Since), or, for
+// a Hub file, the commit it is read at. The validators are compared on every
+// response. A server that sends none (no ETag, only a weak W/"..." one, a
+// Last-Modified too recent to be strong) is read only as far as its first
+// response goes: a read that needs another request is [ErrNoValidator],
+// unless the caller trusts it ([WithTrustUnvalidated]). Anything else is an
+// error. The first request fetches a prefix (100,008 bytes by default) that
+// is kept, so the safetensors header of a file costs one request when it is
+// smaller than that. docs/remote.md says what a server must send.
 //
 // Transient failures (429, 5xx, connection resets, timeouts, stalls) are
 // retried with exponential backoff and jitter, bounded in count and total
 // time. Errors are I/O errors: context.DeadlineExceeded stays visible to
 // errors.Is, HTTP failures are a [*StatusError], a changed object is
-// [ErrObjectChanged] and a server that breaks the range protocol is
-// [ErrProtocol].
+// [ErrObjectChanged], an object nothing pins is [ErrNoValidator] and a server
+// that breaks the range protocol is [ErrProtocol].
 //
 // [File.ReadRuns] reads many byte runs at once with multi-range requests
 // (multipart/byteranges), so a column slice of a matrix costs a handful of

@@ -19,6 +19,13 @@ var (
 	// longer than the range, an unexpected encoding. Such responses are never
 	// used as data.
 	ErrProtocol = errors.New("server broke the HTTP range protocol")
+	// ErrNoValidator reports a read that needs more than one request of an
+	// object the server does not pin: no strong ETag and no Last-Modified
+	// old enough to be strong (see docs/remote.md). Without one, an object
+	// replaced between two requests by bytes of the same size would be
+	// read as one object made of two. [WithTrustUnvalidated] lifts the
+	// requirement for servers whose objects cannot change.
+	ErrNoValidator = errors.New("server does not pin the object (no strong validator)")
 	// ErrStalled reports a response that sent no bytes for the stall timeout.
 	// Errors wrapping it also wrap context.DeadlineExceeded.
 	ErrStalled = errors.New("stalled: no bytes received")

@@ -16,21 +16,26 @@ import (
 // File is a remote object read with HTTP Range requests. It implements
 // io.ReaderAt and is safe for concurrent use. The object's size, ETag and
 // Last-Modified are pinned when it is opened; a later response that
-// disagrees is [ErrObjectChanged], never data.
+// disagrees is [ErrObjectChanged], never data, and an object the server
+// does not pin is read no further than its first response
+// ([ErrNoValidator]).
 type File struct {
-	conn     *conn
-	ctx      context.Context
-	name     string   // for messages: the URL without credentials or query
-	url      *url.URL // as opened
-	final    atomic.Pointer[url.URL]
-	size     int64
-	etag     string
-	etagHost string
-	lastMod  string
-	prefix   []byte // bytes [0, len(prefix)) of the object, from the first request
-	stats    counters
-	closed   atomic.Bool
-	onHop    func(u *url.URL, h http.Header) // sees every response, redirects included
+	conn    *conn
+	ctx     context.Context
+	name    string   // for messages: the URL without credentials or query
+	url     *url.URL // as opened
+	final   atomic.Pointer[url.URL]
+	size    int64
+	etag    string
+	lastMod string
+	pinHost string    // host whose validators are sent back (If-Match, If-Unmodified-Since)
+	pinned  validator // what proves later responses are of the object opened
+	pinWhy  string    // for pinNone: what the server sent instead
+	linked  string    // X-Linked-Etag the Hub reported at open (an LFS file's sha256)
+	prefix  []byte    // bytes [0, len(prefix)) of the object, from the first request
+	stats   counters
+	closed  atomic.Bool
+	onHop   func(u *url.URL, h http.Header) // sees every response, redirects included
 }
 
 // Open opens the object at an http or https URL with one Range request for
@@ -133,22 +138,55 @@ func (c *conn) open(ctx context.Context, u *url.URL, onHop func(*url.URL, http.H
 func (f *File) pin(resp *http.Response, size int64) error {
 	f.size = size
 	f.etag = resp.Header.Get("ETag")
-	f.etagHost = resp.Request.URL.Host
+	f.pinHost = resp.Request.URL.Host
 	f.lastMod = resp.Header.Get("Last-Modified")
+	f.pinned, f.pinWhy = choosePin(resp.Header)
+	return nil
+}
+
+// guard refuses a request after the first when nothing pins the object:
+// its bytes could belong to another object than the ones already read.
+func (f *File) guard() error {
+	if f.pinned == pinNone && !f.conn.cfg.trust {
+		return permanent{unvalidatedf(f.pinWhy)}
+	}
 	return nil
 }
 
 // checkIdentity refuses a response from a different object than the one
-// opened (a 412 to the pinned If-Match is refused by the caller's status check).
+// opened (a 412 to the pinned If-Match or If-Unmodified-Since is refused by
+// the caller's status check). Every validator sent at open must come back
+// unchanged; the one that pins the object must come back.
 func (f *File) checkIdentity(resp *http.Response) error {
 	if f.size < 0 || resp.StatusCode != http.StatusPartialContent {
 		return nil
 	}
 	if e := resp.Header.Get("ETag"); f.etag != "" && e != f.etag {
-		return changedf("ETag was %s, now %q", f.etag, e)
+		if e == "" {
+			return changedf("ETag was %s, now none", f.etag)
+		}
+		return changedf("ETag was %s, now %s", f.etag, e)
 	}
-	if m := resp.Header.Get("Last-Modified"); f.lastMod != "" && m != "" && m != f.lastMod {
+	m := resp.Header.Get("Last-Modified")
+	if f.pinned == pinLastModified && m == "" {
+		return changedf("Last-Modified was %s, now none", f.lastMod)
+	}
+	if f.lastMod != "" && m != "" && m != f.lastMod {
 		return changedf("Last-Modified was %s, now %s", f.lastMod, m)
+	}
+	return nil
+}
+
+// checkLinked compares the X-Linked-Etag of a hop (the Hub's answer before
+// it redirects to its CDN) with the one seen at open.
+func (f *File) checkLinked(h http.Header) error {
+	le := h.Get("X-Linked-Etag")
+	switch {
+	case le == "":
+	case f.size < 0:
+		f.linked = le
+	case f.linked != "" && le != f.linked:
+		return changedf("X-Linked-Etag was %s, now %s", f.linked, le)
 	}
 	return nil
 }

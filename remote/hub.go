@@ -249,8 +249,18 @@ func (r *Repo) Open(ctx context.Context, file string) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w: the Hub did not say which commit %q is (no X-Repo-Commit); cannot pin the revision", r.ref.String(), ErrProtocol, r.ref.Revision)
 	}
+	if r.commit != "" {
+		// Later requests of this file (after its CDN URL expires) go to
+		// the commit, not to the branch, which may move meanwhile.
+		u, err := url.Parse(r.URL(file, r.commit))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%w: %v", ErrInvalidURL, err)
+		}
+		f.url, f.pinned = u, pinCommit
+	}
 	// A resolve URL on another host (a mirror) that names no commit: files
-	// are read at the revision's name, each pinned by its own ETag only.
+	// are read at the revision's name, each pinned by its own validators.
 	return f, nil
 }
 
@@ -269,6 +279,9 @@ func (r *Repo) openAt(ctx context.Context, file, rev string, onHop func(*url.URL
 		return nil, err
 	}
 	f.name = name
+	if isCommit(rev) {
+		f.pinned = pinCommit // content-addressed: the bytes of a commit never change
+	}
 	return f, nil
 }
 

@@ -111,6 +111,7 @@ func TestConcurrencyBound(t *testing.T) {
 			}
 		}
 		time.Sleep(2 * time.Millisecond)
+		w.Header().Set("ETag", `"x"`)
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 	}))
 	defer srv.Close()

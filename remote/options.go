@@ -44,6 +44,7 @@ type config struct {
 	coalesceGap   int64
 	multiRange    bool
 	userAgent     string
+	trust         bool // read objects no validator pins
 
 	// Hub
 	endpoint string
@@ -214,6 +215,20 @@ func WithCoalesceGap(gap int64) Option {
 			return fmt.Errorf("remote: coalesce gap %d out of range [0, 64 MiB]", gap)
 		}
 		o.coalesceGap = gap
+		return nil
+	}
+}
+
+// WithTrustUnvalidated(true) reads objects whose server sends no strong
+// validator (no ETag but a weak one, no Last-Modified old enough to be
+// strong) with more than one request, which is otherwise refused with
+// [ErrNoValidator]: use it only for servers whose objects cannot change
+// while they are read. A validator the server did send is still checked on
+// every response: an object seen to change is [ErrObjectChanged] whatever
+// this option says.
+func WithTrustUnvalidated(trust bool) Option {
+	return func(o *config) error {
+		o.trust = trust
 		return nil
 	}
 }

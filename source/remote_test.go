@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -41,9 +42,22 @@ func (c countingWriter) Write(p []byte) (int, error) {
 	return c.ResponseWriter.Write(p)
 }
 
+// withETag serves dir with a strong ETag made of each file's size and
+// modification time, as nginx does (http.FileServer sends only a
+// Last-Modified, which does not pin a file written less than a minute ago).
+func withETag(dir string) http.Handler {
+	fs := http.FileServer(http.Dir(dir))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(r.URL.Path))); err == nil {
+			w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, st.ModTime().UnixNano(), st.Size()))
+		}
+		fs.ServeHTTP(w, r)
+	})
+}
+
 func serveDir(t testing.TB, dir string) *counted {
 	c := &counted{requests: map[string]int{}}
-	fs := http.FileServer(http.Dir(dir))
+	fs := withETag(dir)
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		c.requests[r.URL.Path]++
@@ -235,7 +249,7 @@ func TestHubRepoModel(t *testing.T) {
 	const commit = "0123456789abcdef0123456789abcdef01234567"
 	var mu sync.Mutex
 	revs := map[string]int{}
-	files := http.FileServer(http.Dir(dir))
+	files := withETag(dir)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rest, ok := strings.CutPrefix(r.URL.Path, "/org/model/resolve/")
 		rev, file, _ := strings.Cut(rest, "/")

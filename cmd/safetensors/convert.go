@@ -111,7 +111,7 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 	if err := checkOutputName(in, out); err != nil {
 		return err
 	}
-	o, err := source.Open(cmdContext(cmd), in)
+	o, err := source.Open(cmdContext(cmd), in, sourceOptions(cmdContext(cmd))...)
 	if err != nil {
 		return locationProblem(in, err)
 	}

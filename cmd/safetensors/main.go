@@ -114,6 +114,7 @@ file, bad usage).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	addRemoteFlags(root)
 	for _, newCmd := range subcommands {
 		root.AddCommand(newCmd())
 	}

@@ -22,7 +22,8 @@ import (
 // Errors carry the exit status: 2 when the bytes could not be read, 1 when
 // they were read and are not a model.
 func openLocation(cmd *cobra.Command, loc string, opts ...source.Option) (*source.Model, error) {
-	m, err := source.OpenModel(cmdContext(cmd), loc, opts...)
+	ctx := cmdContext(cmd)
+	m, err := source.OpenModel(ctx, loc, append(sourceOptions(ctx), opts...)...)
 	if err != nil {
 		return nil, locationProblem(loc, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,7 +14,7 @@ import (
 // Remote locations work like local ones: inspect, get --slice and convert
 // (storages streamed by range into the local output) over loopback HTTP.
 func TestRemoteCommands(t *testing.T) {
-	srv := httptest.NewServer(http.FileServer(http.Dir("../../testdata/torch")))
+	srv := httptest.NewServer(withETag("../../testdata/torch"))
 	defer srv.Close()
 	code, remoteOut, errOut := runCLI(t, "inspect", srv.URL+"/tiny_transformer.safetensors")
 	if code != 0 {
@@ -48,5 +49,49 @@ func TestRemoteCommands(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "inspect", srv.URL+"/missing.safetensors"); code != 2 {
 		t.Fatalf("missing remote file: exit %d, want 2", code)
+	}
+}
+
+// withETag serves dir with a strong ETag made of each file's size and
+// modification time, as nginx does: http.FileServer sends only a
+// Last-Modified, which does not pin a file written (or checked out) less
+// than a minute ago.
+func withETag(dir string) http.Handler {
+	fs := http.FileServer(http.Dir(dir))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(r.URL.Path))); err == nil {
+			w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, st.ModTime().UnixNano(), st.Size()))
+		}
+		fs.ServeHTTP(w, r)
+	})
+}
+
+// TestTrustServer: a server that pins nothing (http.FileServer serving a
+// file written just now: its Last-Modified is not a minute older than the
+// response) is read when one request holds what a command needs, refused
+// with a hint when it needs more, and read with --trust-server.
+func TestTrustServer(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(torchDir + "large_dims.safetensors") // more than the first request reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "m.safetensors"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer srv.Close()
+	url := srv.URL + "/m.safetensors"
+	if code, _, errOut := runCLI(t, "inspect", url); code != 0 {
+		t.Fatalf("inspect (one request): exit %d %s", code, errOut)
+	}
+	code, _, errOut := runCLI(t, "get", url, "wide_u8", "--slice", "0, 65530:")
+	if code != 2 || !strings.Contains(errOut, "strong ETag") || !strings.Contains(errOut, "--trust-server") {
+		t.Fatalf("get without a validator: exit %d %s", code, errOut)
+	}
+	code, a, errOut := runCLI(t, "get", "--trust-server", url, "wide_u8", "--slice", "0, 65530:")
+	_, b, _ := runCLI(t, "get", torchDir+"large_dims.safetensors", "wide_u8", "--slice", "0, 65530:")
+	if code != 0 || a != b {
+		t.Fatalf("get --trust-server: exit %d %s", code, errOut)
 	}
 }

@@ -233,7 +233,7 @@ func scanAll(ctx context.Context, targets []string) iter.Seq[scanResult] {
 // reach and names every global.
 func scanOne(ctx context.Context, loc string) scanResult {
 	r := scanResult{Path: loc, Format: "unknown", Globals: []scanGlobal{}, DangerousOpcodes: []scanOpcode{}, Problems: []string{}}
-	o, err := source.Open(ctx, loc)
+	o, err := source.Open(ctx, loc, sourceOptions(ctx)...)
 	if err != nil {
 		r.Verdict, r.Error = verdictError, err.Error()
 		return r

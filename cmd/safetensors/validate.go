@@ -176,7 +176,7 @@ func validateWanted(name string) bool {
 // tensor where the index says and nowhere else).
 func validateOne(ctx context.Context, loc string, full bool, stderr io.Writer) validateResult {
 	r := validateResult{File: loc, Warnings: []string{}}
-	o, err := source.Open(ctx, loc)
+	o, err := source.Open(ctx, loc, sourceOptions(ctx)...)
 	if err != nil {
 		r.setUnreadable(err)
 		return r
