@@ -3,6 +3,8 @@ package safetensors
 import (
 	"io"
 	"os"
+
+	"github.com/gosafetensors/safetensors/internal/mmap"
 )
 
 // File is a safetensors file opened with [Open]: a [Reader] whose tensors
@@ -48,28 +50,30 @@ func NewFile(f *os.File, opts ...Option) (*File, error) {
 	var src interface {
 		ReadAt([]byte, int64) (int, error)
 	} = f
-	mapping, err := mapFile(f, size)
-	if err == nil && mapping != nil {
+	// A file that cannot be mapped (empty, or mmap refused) is read with
+	// pread.
+	mapping, err := mmap.Map(f, size)
+	if err == nil {
 		src = bytesReaderAt(mapping)
 	}
 	// A compressed container: tensors come from the decompressing reader
 	// (over the mapping), not from the mapping itself.
 	ra, usize, isCompressed, err := decompressed(src, size, o)
 	if err != nil {
-		unmapFile(mapping)
+		mmap.Unmap(mapping)
 		return nil, withFile(err, o.name)
 	}
 	if isCompressed {
 		h, err := readHeaderAt(ra, usize, o)
 		if err != nil {
-			unmapFile(mapping)
+			mmap.Unmap(mapping)
 			return nil, withFile(err, o.name)
 		}
 		return &File{Reader: Reader{Header: *h, name: o.name, src: ra, size: usize}, f: f, mapping: mapping}, nil
 	}
 	h, err := readHeaderAt(src, size, o)
 	if err != nil {
-		unmapFile(mapping)
+		mmap.Unmap(mapping)
 		return nil, withFile(err, o.name)
 	}
 	file := &File{Reader: Reader{Header: *h, name: o.name, src: f, size: size, mem: mapping}, f: f, mapping: mapping}
@@ -82,7 +86,7 @@ func (f *File) Close() error {
 	if f.f == nil {
 		return ErrClosed
 	}
-	err := unmapFile(f.mapping)
+	err := mmap.Unmap(f.mapping)
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
 	}

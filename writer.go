@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -361,9 +362,11 @@ func Create(path string, tensors []TensorInfo, metadata map[string]string) (*Fil
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSpace(f.File, int64(len(hdr))+h.DataSize()); err != nil {
-		f.Abort()
-		return nil, err
+	if !f.Direct() {
+		if err := atomicfile.CheckSpace(filepath.Dir(path), int64(len(hdr))+h.DataSize()); err != nil {
+			f.Abort()
+			return nil, err
+		}
 	}
 	if _, err := f.Write(hdr); err != nil {
 		f.Abort()

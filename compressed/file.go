@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/atomicfile"
 )
 
@@ -48,8 +49,8 @@ func convertFile(in, out string, opts []Option, run func(*atomicfile.File, *os.F
 		return nil, fmt.Errorf("compressed: %s is not a regular file", in)
 	}
 	if ost, err := os.Stat(out); err == nil {
-		if os.SameFile(st, ost) {
-			return nil, fmt.Errorf("compressed: %s: %w: output is the input file", out, ErrOption)
+		if _, same := atomicfile.OutputIsInput(out, []atomicfile.Input{{Name: in, Info: st}}); same {
+			return nil, fmt.Errorf("compressed: %s: %w: output is the input file", out, safetensors.ErrOutputIsInput)
 		}
 		if !c.overwrite {
 			return nil, fmt.Errorf("compressed: %s: %w", out, ErrExists)

@@ -3,13 +3,17 @@ package compressed
 import (
 	"io"
 	"os"
+
+	"github.com/gosafetensors/safetensors/internal/mmap"
 )
 
 // mapSource maps src when it is an *os.File of size bytes, so frames are
 // decoded straight from the page cache instead of being copied out first.
 func mapSource(src io.ReaderAt, size int64) []byte {
 	if f, ok := src.(*os.File); ok {
-		return mapFile(f, size)
+		if b, err := mmap.Map(f, size); err == nil {
+			return b
+		}
 	}
 	return nil
 }

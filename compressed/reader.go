@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gosafetensors/safetensors/internal/fault"
+	"github.com/gosafetensors/safetensors/internal/mmap"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -212,7 +213,7 @@ func (r *ReaderAt) Close() error {
 	r.cache = nil
 	r.mu.Unlock()
 	r.mapMu.Lock()
-	unmapFile(r.mapped)
+	mmap.Unmap(r.mapped)
 	r.mapped = nil
 	r.mapMu.Unlock()
 	if r.closer != nil {

@@ -381,7 +381,7 @@ func TestOverwriteAndSameFile(t *testing.T) {
 	}
 	in := filepath.Join(dir, "in.pt")
 	copyFile(t, "../testdata/torch/dtypes.pt", in)
-	if _, err := File(in, in, WithOverwrite(true)); !errors.Is(err, ErrInput) {
+	if _, err := File(in, in, WithOverwrite(true)); !errors.Is(err, ErrOutputIsInput) {
 		t.Errorf("in == out: %v", err)
 	}
 	assertOnly(t, dir, "in.pt", "x.safetensors")

@@ -24,6 +24,10 @@ var (
 	// WithOverwrite). It is safetensors.ErrExists, shared by every package
 	// that writes.
 	ErrExists = safetensors.ErrExists
+	// ErrOutputIsInput reports an output that is the checkpoint being
+	// read (through any link), refused even with WithOverwrite. It is
+	// safetensors.ErrOutputIsInput.
+	ErrOutputIsInput = safetensors.ErrOutputIsInput
 	// ErrVerify reports an output whose re-read tensors differ from the
 	// source: a disk or file-system problem. The output is removed. It is
 	// safetensors.ErrVerify.

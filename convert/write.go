@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/atomicfile"
 	"github.com/gosafetensors/safetensors/torch"
 )
 
@@ -79,8 +80,8 @@ func withInput(err error, in string) error {
 // from must still be open. The file appears at out only once it is complete
 // and verified; on error nothing is left behind.
 func (p *Plan) Write(out string) (*Report, error) {
-	if same, _ := sameFile(p.report.Input, out); same {
-		return nil, fmt.Errorf("%w: output %s is the input file", ErrInput, out)
+	if _, ok := atomicfile.OutputIsInput(out, atomicfile.Inputs(p.report.Input)); ok {
+		return nil, fmt.Errorf("%w: output %s is the input file", ErrOutputIsInput, out)
 	}
 	if !p.opt.overwrite {
 		if _, err := os.Lstat(out); err == nil {
@@ -277,19 +278,4 @@ func (c *compareWriter) Write(p []byte) (int, error) {
 	}
 	c.n += int64(len(p))
 	return len(p), nil
-}
-
-func sameFile(a, b string) (bool, error) {
-	if a == "" {
-		return false, nil
-	}
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := os.Stat(b)
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(sa, sb), nil
 }

@@ -35,7 +35,7 @@ func Merge(ctx context.Context, src safetensors.Source, out string, opts ...Writ
 		}
 		c.total, _ = addSize(c.total, info.Size())
 	}
-	if err := checkSpace(filepath.Dir(out), c.total); err != nil {
+	if err := atomicfile.CheckSpace(filepath.Dir(out), c.total); err != nil {
 		return nil, err
 	}
 	f, err := atomicfile.Create(out)

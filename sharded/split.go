@@ -106,7 +106,7 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 		return nil, err
 	}
 	defer dirs.Undo() // after a failure, no empty directory is left behind
-	if err := checkSpace(outDir, c.total); err != nil {
+	if err := atomicfile.CheckSpace(outDir, c.total); err != nil {
 		return nil, err
 	}
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/mmap"
 )
 
 // The Hub's own test (huggingface_hub tests/test_serialization.py,
@@ -422,22 +423,22 @@ func TestFirstDiffSurvivesTruncation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	mm, err := mapFile(f, 0)
+	mm, err := mmap.Map(f, 0)
 	if err != nil {
 		t.Skip("no mappings here:", err)
 	}
-	defer mm.unmap()
-	if at, err := firstDiff(mm.b, data); at != -1 || err != nil {
+	defer mmap.Unmap(mm)
+	if at, err := firstDiff(mm, data); at != -1 || err != nil {
 		t.Fatalf("same bytes: %d, %v", at, err)
 	}
 	data[len(data)-1] = 8
-	if at, err := firstDiff(mm.b, data); at != len(data)-1 || err != nil {
+	if at, err := firstDiff(mm, data); at != len(data)-1 || err != nil {
 		t.Fatalf("last byte differs: %d, %v", at, err)
 	}
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := firstDiff(mm.b, data); err == nil || !strings.Contains(err.Error(), "fault") {
+	if _, err := firstDiff(mm, data); err == nil || !strings.Contains(err.Error(), "fault") {
 		t.Fatalf("truncated: %v", err)
 	}
 }

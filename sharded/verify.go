@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/mmap"
 )
 
 // mapOutput is false only in tests of the pread path.
@@ -35,7 +36,7 @@ type checker struct {
 	hdr    []byte // the header bytes written
 	want   *safetensors.Header
 	blocks []vblock
-	mapped []mapping
+	mapped [][]byte
 
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -69,9 +70,9 @@ func (c *copier) newChecker(out *os.File, path string, hdr []byte, want *safeten
 	if mapOutput {
 		// Mapped at its final length before it is written: only bytes
 		// already written are ever read.
-		if m, err := mapFile(out, want.FileSize()); err == nil {
+		if m, err := mmap.Map(out, want.FileSize()); err == nil {
 			ck.mapped = append(ck.mapped, m)
-			outMap = m.b
+			outMap = m
 		}
 	}
 	srcMaps := map[*os.File][]byte{}
@@ -82,9 +83,9 @@ func (c *copier) newChecker(out *os.File, path string, hdr []byte, want *safeten
 		if s.f != nil {
 			m, ok := srcMaps[s.f]
 			if !ok {
-				if mm, err := mapFile(s.f, 0); err == nil {
+				if mm, err := mmap.Map(s.f, 0); err == nil {
 					ck.mapped = append(ck.mapped, mm)
-					m = mm.b
+					m = mm
 				}
 				srcMaps[s.f] = m
 			}
@@ -217,7 +218,7 @@ func (ck *checker) stop() error {
 	ck.mu.Unlock()
 	ck.wg.Wait()
 	for _, m := range ck.mapped {
-		m.unmap()
+		mmap.Unmap(m)
 	}
 	ck.mapped = nil
 	return ck.err

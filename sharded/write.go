@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/atomicfile"
 )
 
 // chunk is how many bytes are copied between checks of the context and
@@ -291,7 +292,6 @@ func sameInfo(a, b safetensors.TensorInfo) bool {
 // outputs that are files src reads (its shards, its index) in any case:
 // renaming over one would leave the model broken.
 func checkFree(src safetensors.Source, paths []string, overwrite bool) error {
-	var existing []os.FileInfo
 	for _, p := range paths {
 		_, err := os.Lstat(p)
 		switch {
@@ -300,31 +300,20 @@ func checkFree(src safetensors.Source, paths []string, overwrite bool) error {
 		case err != nil && !errors.Is(err, os.ErrNotExist):
 			return err
 		}
-		if st, err := os.Stat(p); err == nil {
-			existing = append(existing, st)
-		} else {
-			existing = append(existing, nil)
-		}
 	}
-	for _, in := range inputFiles(src) {
-		for i, st := range existing {
-			if st != nil && os.SameFile(st, in.st) {
-				return fmt.Errorf("%w: %s is %s, which %s reads", ErrOutputIsInput, paths[i], in.name, sourceName(src))
-			}
+	inputs := inputFiles(src)
+	for _, p := range paths {
+		if in, ok := atomicfile.OutputIsInput(p, inputs); ok {
+			return fmt.Errorf("%w: %s is %s, which %s reads", ErrOutputIsInput, p, in.Name, sourceName(src))
 		}
 	}
 	return nil
 }
 
-type inputFile struct {
-	name string
-	st   os.FileInfo
-}
-
 // inputFiles returns the local files src reads: the files holding its
 // tensors and, for a Model, its index.
-func inputFiles(src safetensors.Source) []inputFile {
-	var out []inputFile
+func inputFiles(src safetensors.Source) []atomicfile.Input {
+	var out []atomicfile.Input
 	seen := map[*os.File]bool{}
 	if fb, ok := src.(FileBacked); ok {
 		for _, n := range src.Names() {
@@ -334,14 +323,12 @@ func inputFiles(src safetensors.Source) []inputFile {
 			}
 			seen[f] = true
 			if st, err := f.Stat(); err == nil {
-				out = append(out, inputFile{f.Name(), st})
+				out = append(out, atomicfile.Input{Name: f.Name(), Info: st})
 			}
 		}
 	}
 	if m, ok := src.(*Model); ok && m.index != nil {
-		if st, err := os.Stat(m.name); err == nil {
-			out = append(out, inputFile{m.name, st})
-		}
+		out = append(out, atomicfile.Inputs(m.name)...)
 	}
 	return out
 }

@@ -111,20 +111,14 @@ func isTerminal(w io.Writer) bool {
 // directory, or the file holding the tensor. Replacing it would destroy
 // the input, so even --force does not.
 func outputIsInput(out, loc string, m *source.Model, tensor string) (string, bool) {
-	ost, err := os.Stat(out)
-	if err != nil {
-		return "", false
-	}
-	candidates := []string{loc, filepath.Join(loc, sharded.IndexName)}
+	inputs := atomicfile.Inputs(loc, filepath.Join(loc, sharded.IndexName))
 	if f, _, ok := m.TensorFile(tensor); ok {
-		candidates = append(candidates, f.Name())
-	}
-	for _, c := range candidates {
-		if st, err := os.Stat(c); err == nil && os.SameFile(st, ost) {
-			return c, true
+		if st, err := f.Stat(); err == nil {
+			inputs = append(inputs, atomicfile.Input{Name: f.Name(), Info: st})
 		}
 	}
-	return "", false
+	in, ok := atomicfile.OutputIsInput(out, inputs)
+	return in.Name, ok
 }
 
 func checkOverwrite(out string, force bool) error {

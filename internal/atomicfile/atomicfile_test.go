@@ -257,3 +257,36 @@ func TestMkdirAllUndo(t *testing.T) {
 		t.Fatalf("Keep then Undo removed it: %v", err)
 	}
 }
+
+func TestOutputIsInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	other := filepath.Join(dir, "other")
+	for _, p := range []string{in, other} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hard := filepath.Join(dir, "hard")
+	if err := os.Link(in, hard); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	sym := filepath.Join(dir, "sym")
+	if err := os.Symlink(in, sym); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	inputs := Inputs(in, filepath.Join(dir, "missing"), "")
+	if len(inputs) != 1 {
+		t.Fatalf("Inputs kept %d entries, want 1", len(inputs))
+	}
+	for _, out := range []string{in, hard, sym} {
+		if got, ok := OutputIsInput(out, inputs); !ok || got.Name != in {
+			t.Errorf("OutputIsInput(%s) = %v, %v; want %s", out, got, ok, in)
+		}
+	}
+	for _, out := range []string{other, filepath.Join(dir, "new")} {
+		if _, ok := OutputIsInput(out, inputs); ok {
+			t.Errorf("OutputIsInput(%s) = true", out)
+		}
+	}
+}

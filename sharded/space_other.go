@@ -1,5 +1,0 @@
-//go:build !unix
-
-package sharded
-
-func checkSpace(string, int64) error { return nil }
