@@ -152,18 +152,27 @@ func Available() (bool, string) {
 var availability = sync.OnceValues(func() (bool, string) { return Available() })
 
 // Require starts an Oracle for a test, closed when the test ends, or skips
-// the test (with the reason) where Python with torch is missing.
+// the test (with the reason) where Python with torch is missing, and with
+// -short (the oracle tests test no concurrency and take seconds).
 func Require(tb testing.TB, opts Options) *Oracle {
 	tb.Helper()
-	if ok, why := availability(); !ok {
-		tb.Skip("torch oracle unavailable: " + why)
-	}
+	skipUnavailable(tb)
 	o, err := Start(opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { o.Close() })
 	return o
+}
+
+func skipUnavailable(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("the torch oracle is not run with -short")
+	}
+	if ok, why := availability(); !ok {
+		tb.Skip("torch oracle unavailable: " + why)
+	}
 }
 
 var shared struct {
@@ -175,9 +184,7 @@ var shared struct {
 // binary (starting torch costs seconds); call CloseShared from TestMain.
 func Shared(tb testing.TB, opts Options) *Oracle {
 	tb.Helper()
-	if ok, why := availability(); !ok {
-		tb.Skip("torch oracle unavailable: " + why)
-	}
+	skipUnavailable(tb)
 	key := fmt.Sprint(opts.Allow, opts.Timeout, opts.StartTimeout, opts.WeightsOnly, opts.AddressSpace)
 	shared.Lock()
 	defer shared.Unlock()
