@@ -3,9 +3,15 @@
 //
 // A conversion is planned first ([NewPlan], [PlanFile]): the state dict is
 // unwrapped (an explicit [WithKey], else a "state_dict" entry as
-// Lightning and Hugging Face's convert.py write it, else a "model" entry of a
-// training checkpoint), optimizer state and non-tensor values are skipped and
-// reported, and tied weights are de-duplicated. Then [Plan.Write] streams
+// Lightning and Hugging Face's convert.py write it, or "model_state_dict"
+// as PyTorch's general-checkpoint recipe does, else a "model" or
+// DeepSpeed's "module" entry of a training checkpoint), optimizer state —
+// recognised by its shape (a "state" keyed by parameter index beside
+// "param_groups"), wherever it sits and whatever it is called — and
+// non-tensor values are skipped and reported, and tied weights are
+// de-duplicated. A checkpoint left with no model tensor (an optimizer's
+// state alone) is an [ErrInput] error, not an empty file; a checkpoint
+// whose root is one tensor writes it as "tensor". Then [Plan.Write] streams
 // every tensor into a safetensors file, materializing strided views as
 // contiguous copies, and verifies the result.
 //

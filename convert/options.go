@@ -66,9 +66,11 @@ func buildOptions(opts []Option) (options, error) {
 // WithKey unwraps this entry of the checkpoint (a dotted path such as
 // "state_dict", "model" or "ema"); its prefix is stripped from the names,
 // and a key that names no entry is an [ErrInput] error when planning.
-// Without it, "state_dict" or "model" is unwrapped when the checkpoint
-// looks like a training checkpoint, else the root is converted. The key
-// must not be empty.
+// Without it, "state_dict" or "model_state_dict" is unwrapped, or "model"
+// or "module" when the checkpoint looks like a training checkpoint (every
+// weight under it, something else beside it), else the root is converted.
+// Optimizer state is skipped unless the key lies inside it. The key must
+// not be empty.
 func WithKey(key string) Option {
 	return func(o *options) error {
 		if key == "" {

@@ -136,7 +136,22 @@ func newPlan(c *torch.Checkpoint, opt options) (*Plan, error) {
 		return nil, err
 	}
 	p.report.Unwrapped = prefix
-	bareOptimizer := prefix == "" && isOptimizerStateDict(c.Entries)
+	// Optimizer state is skipped wherever it sits, unless the entry asked
+	// for lies inside it (WithKey("optimizer.state")).
+	var optimizers []string
+	for _, o := range optimizerSubtrees(c.Entries) {
+		if prefix == "" || !under(prefix, o) {
+			optimizers = append(optimizers, o)
+		}
+	}
+	inOptimizer := func(name string) bool {
+		for _, o := range optimizers {
+			if under(name, o) {
+				return true
+			}
+		}
+		return false
+	}
 
 	type cand struct {
 		name string
@@ -159,17 +174,23 @@ func newPlan(c *torch.Checkpoint, opt options) (*Plan, error) {
 			p.report.Skipped = append(p.report.Skipped, Skipped{Name: e.Name, Kind: e.Kind, Reason: reason})
 		}
 		switch {
-		case !inScope && (underAny(e.Name, optimizerRoots)):
+		case !inScope && (underAny(e.Name, optimizerRoots) || inOptimizer(e.Name)):
 			skip("optimizer state")
 		case !inScope:
 			skip("outside " + prefix)
 		case e.Tensor == nil:
 			skip("not a tensor")
-		case prefix == "" && (underAny(e.Name, optimizerRoots) || bareOptimizer):
+		case prefix == "" && underAny(e.Name, optimizerRoots) || inOptimizer(e.Name):
 			skip("optimizer state")
+		case e.Name == "" && prefix == "":
+			// the root is one tensor: nothing names it
+			cands = append(cands, cand{bareTensorName, e.Tensor})
 		default:
 			cands = append(cands, cand{name, e.Tensor})
 		}
+	}
+	if len(cands) == 0 && len(c.Entries) > 0 {
+		return nil, noModelTensors(p.report.Skipped, prefix)
 	}
 
 	// Group identical views; keep one name per group.
@@ -263,6 +284,97 @@ func newPlan(c *torch.Checkpoint, opt options) (*Plan, error) {
 	return p, nil
 }
 
+// bareTensorName names the tensor of a checkpoint whose root is one tensor
+// (torch.save(t, path)): a safetensors name of "" would be legal but
+// useless.
+const bareTensorName = "tensor"
+
+// noModelTensors explains a checkpoint with entries but nothing to write.
+func noModelTensors(skipped []Skipped, prefix string) error {
+	var opt, other, tensors int
+	for _, s := range skipped {
+		switch {
+		case s.Kind == "tensor" && s.Reason == "optimizer state":
+			opt++
+		case s.Kind == "tensor":
+			tensors++
+		default:
+			other++
+		}
+	}
+	where := "the checkpoint"
+	if prefix != "" {
+		where = strconv.Quote(prefix)
+	}
+	switch {
+	case opt > 0 && tensors == 0:
+		return fmt.Errorf("%w: no model tensors: %s holds only optimizer state (%d tensors skipped; convert the model's checkpoint, or pick an entry with WithKey)", ErrInput, where, opt)
+	case tensors > 0:
+		return fmt.Errorf("%w: no model tensors in %s (%d tensors outside it; pick another entry with WithKey)", ErrInput, where, tensors)
+	}
+	return fmt.Errorf("%w: no model tensors: %s holds no tensors (%d other values)", ErrInput, where, other)
+}
+
+// under reports whether name is the entry prefix or inside it ("" is the
+// root, which holds everything).
+func under(name, prefix string) bool {
+	return prefix == "" || name == prefix || strings.HasPrefix(name, prefix+".")
+}
+
+// optimizerSubtrees returns the entries ("" for the root) shaped like an
+// optimizer's state_dict(): a "param_groups" list whose groups list their
+// "params" (parameter indices), beside a "state" keyed by parameter index
+// (empty before the first step). torch.optim writes exactly this for
+// every optimizer; flattened names show list indices and int keys as
+// digits, so the shape is read from the names.
+func optimizerSubtrees(entries []Entry) []string {
+	type evidence struct{ groups, state, badState bool }
+	found := map[string]*evidence{}
+	var order []string
+	get := func(p string) *evidence {
+		ev := found[p]
+		if ev == nil {
+			ev = &evidence{}
+			found[p] = ev
+			order = append(order, p)
+		}
+		return ev
+	}
+	isIndex := func(s string) bool {
+		_, err := strconv.ParseUint(s, 10, 64)
+		return err == nil
+	}
+	for _, e := range entries {
+		parts := strings.Split(e.Name, ".")
+		for k, part := range parts {
+			p := strings.Join(parts[:k], ".")
+			switch part {
+			case "param_groups":
+				// param_groups.<i>.params[.<j>]
+				if k+2 < len(parts) && isIndex(parts[k+1]) && parts[k+2] == "params" {
+					get(p).groups = true
+				}
+			case "state":
+				switch {
+				case k+1 == len(parts) && e.Kind == "dict" && e.Tensor == nil:
+					get(p).state = true // empty state: no step taken yet
+				case k+1 < len(parts) && isIndex(parts[k+1]):
+					get(p).state = true
+				case k+1 < len(parts):
+					get(p).badState = true
+				}
+			}
+		}
+	}
+	var out []string
+	for _, p := range order {
+		if ev := found[p]; ev.groups && ev.state && !ev.badState {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // choosePrefix returns the entry to unwrap.
 func choosePrefix(c *torch.Checkpoint, key string) (string, error) {
 	if key != "" {
@@ -281,49 +393,51 @@ func choosePrefix(c *torch.Checkpoint, key string) (string, error) {
 		}
 		return false
 	}
-	// convert.py unwraps "state_dict" whenever the root has it.
-	if has("state_dict") {
-		return "state_dict", nil
+	// convert.py unwraps "state_dict" whenever the root has it; PyTorch's
+	// "saving a general checkpoint" recipe writes "model_state_dict".
+	for _, k := range []string{"state_dict", "model_state_dict"} {
+		if has(k) {
+			return k, nil
+		}
 	}
-	// "model" is also a common first component of plain state-dict keys
-	// (model.embed_tokens.weight), and flattened names do not say whether
-	// "model" was a dict of its own. Unwrap it only in what is clearly a
-	// training checkpoint: every weight under "model", and something else
-	// (epoch, args, optimizer state) beside it.
-	if has("model") {
+	// "model" (and "module", DeepSpeed's) is also a common first component
+	// of plain state-dict keys (model.embed_tokens.weight, DataParallel's
+	// module.*), and flattened names do not say whether it was a dict of
+	// its own. Unwrap it only in what is clearly a training checkpoint:
+	// every weight under it, and something else (epoch, args, optimizer
+	// state) beside it.
+	optimizers := optimizerSubtrees(c.Entries)
+	isOptimizer := func(name string) bool {
+		if underAny(name, optimizerRoots) {
+			return true
+		}
+		for _, o := range optimizers {
+			if under(name, o) {
+				return true
+			}
+		}
+		return false
+	}
+candidates:
+	for _, k := range []string{"model", "module"} {
+		if !has(k) {
+			continue
+		}
 		other := false
 		for _, e := range c.Entries {
-			if strings.HasPrefix(e.Name, "model.") || e.Name == "model" {
+			if under(e.Name, k) {
 				continue
 			}
-			if e.Tensor != nil && !underAny(e.Name, optimizerRoots) {
-				return "", nil
+			if e.Tensor != nil && !isOptimizer(e.Name) {
+				continue candidates
 			}
 			other = true
 		}
 		if other {
-			return "model", nil
+			return k, nil
 		}
 	}
 	return "", nil
-}
-
-// isOptimizerStateDict reports whether the root itself is an optimizer's
-// state_dict(): "state" keyed by parameter index, plus "param_groups".
-func isOptimizerStateDict(entries []Entry) bool {
-	groups, state := false, false
-	for _, e := range entries {
-		switch {
-		case strings.HasPrefix(e.Name, "param_groups."):
-			groups = true
-		case strings.HasPrefix(e.Name, "state."):
-			i, _, _ := strings.Cut(e.Name[len("state."):], ".")
-			if _, err := strconv.Atoi(i); err == nil {
-				state = true
-			}
-		}
-	}
-	return groups && state
 }
 
 // Entry is torch.Entry, named here for brevity.

@@ -77,6 +77,10 @@ type Tensor struct {
 	Shape        []int64 `json:"shape"`
 	RequiresGrad bool    `json:"requires_grad"`
 	Parameter    bool    `json:"parameter"`
+	// OptimizerState is set for tensors inside a dict shaped like an
+	// optimizer's state_dict() ("state" keyed by ints, "param_groups" a list
+	// of dicts with "params"), judged on the loaded Python objects.
+	OptimizerState bool `json:"optimizer_state"`
 	// SHA256 is the hex SHA-256 of the tensor's C-contiguous little-endian
 	// bytes, complex as (real, imaginary) pairs, and BOOL as the values torch
 	// computes with (0 or 1, whatever byte the storage held). Empty when

@@ -165,17 +165,28 @@ def _tensor_bytes(t):
     return t.view(torch.uint8).numpy().tobytes()
 
 
+def _is_optimizer_state(v):
+    # an optimizer's state_dict(): "state" keyed by parameter index, and
+    # "param_groups", a list of dicts each listing its "params"
+    if not isinstance(v, dict) or "state" not in v or "param_groups" not in v:
+        return False
+    st, pg = v["state"], v["param_groups"]
+    return isinstance(st, dict) and all(type(k) is int for k in st) and \
+        isinstance(pg, list) and all(isinstance(g, dict) and "params" in g for g in pg)
+
+
 def _flatten(root):
     out = []
-    stack = [("", root, 0)]
+    stack = [("", root, 0, False)]
     on_path = set()
     while stack:
-        name, v, depth = stack.pop()
+        name, v, depth, opt = stack.pop()
         if isinstance(v, torch.Tensor):
-            out.append((name, v))
+            out.append((name, v, opt))
             continue
         if isinstance(v, dict):
             items = list(v.items())
+            opt = opt or _is_optimizer_state(v)
         elif isinstance(v, (list, tuple)):
             items = list(enumerate(v))
         else:
@@ -185,12 +196,13 @@ def _flatten(root):
         on_path.add(id(v))  # cycles are cut, not followed
         for k, child in reversed(items):
             n = _key(k)
-            stack.append((name + "." + n if name else n, child, depth + 1))
+            stack.append((name + "." + n if name else n, child, depth + 1, opt))
     return out
 
 
-def _describe(name, t):
+def _describe(name, t, opt):
     d = {"name": name, "dtype": _DTYPES.get(t.dtype, str(t.dtype)), "shape": list(t.shape),
+         "optimizer_state": opt,
          "requires_grad": bool(t.requires_grad),
          "parameter": isinstance(t, torch.nn.Parameter)}
     try:
@@ -232,7 +244,7 @@ def _one(req, weights_only):
     res, obj = _load(req["path"], False)
     if obj is not None or res["loaded"]:
         try:
-            res["tensors"] = [_describe(n, t) for n, t in _flatten(obj)]
+            res["tensors"] = [_describe(n, t, opt) for n, t, opt in _flatten(obj)]
         except Exception as e:
             res["describe_error"] = "%s: %s" % (type(e).__name__, e)
     res["globals"] = list(_cur["globals"])

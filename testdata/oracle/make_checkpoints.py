@@ -2,7 +2,11 @@
 oracle differential tests (torch/oracle_test.go, convert/oracle_test.go).
 Each file has one line in INDEX.json. Nothing is ever unpickled here.
 
-    /usr/bin/python3 testdata/oracle/make_checkpoints.py testdata/oracle
+    /usr/bin/python3 testdata/oracle/make_checkpoints.py testdata/oracle [--force]
+
+Files that exist are kept (legacy storage keys are memory addresses and set
+order follows the hash seed, so a rewrite changes bytes the mutation tests
+and fixtures were made from); --force rewrites them.
 
 - tar_*.tar: pre-0.4 tar checkpoints (members storages, tensors, pickle),
   laid out exactly as torch's _legacy_load/legacy_load reads them (torch
@@ -24,7 +28,13 @@ import numpy as np
 import torch
 
 torch.manual_seed(0)
-OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+FORCE = "--force" in sys.argv[1:]
+_args = [a for a in sys.argv[1:] if a != "--force"]
+OUT = _args[0] if _args else os.path.dirname(os.path.abspath(__file__))
+
+
+def keep(name):
+    return not FORCE and os.path.exists(os.path.join(OUT, name))
 
 STORAGE = {torch.float32: torch.FloatStorage, torch.float64: torch.DoubleStorage,
            torch.float16: torch.HalfStorage, torch.int64: torch.LongStorage,
@@ -105,8 +115,15 @@ def adam_state(m):
 
 def save(name, obj, **kw):
     p = os.path.join(OUT, name)
-    torch.save(obj, p, **kw)
+    if not keep(name):
+        torch.save(obj, p, **kw)
     return p
+
+
+def write(name, data):
+    if not keep(name):
+        with open(os.path.join(OUT, name), "wb") as f:
+            f.write(data)
 
 
 def main():
@@ -115,13 +132,9 @@ def main():
     b = torch.arange(5, dtype=torch.int64)
     flags = torch.tensor([True, False, True])
     sd = collections.OrderedDict([("w", w), ("b", b), ("flags", flags)])
-    with open(os.path.join(OUT, "tar_state_dict.tar"), "wb") as f:
-        f.write(tar_checkpoint(sd, [w, b, flags]))
-    with open(os.path.join(OUT, "tar_tensor_type.tar"), "wb") as f:
-        f.write(tar_checkpoint({"w": w}, [w], tensor_type=type))
-    vr = ViewRef()
-    with open(os.path.join(OUT, "tar_storage_view.tar"), "wb") as f:
-        f.write(tar_checkpoint({"w": w, "half": vr}, [w], views=True))
+    write("tar_state_dict.tar", tar_checkpoint(sd, [w, b, flags]))
+    write("tar_tensor_type.tar", tar_checkpoint({"w": w}, [w], tensor_type=type))
+    write("tar_storage_view.tar", tar_checkpoint({"w": w, "half": ViewRef()}, [w], views=True))
 
     save("legacy_p5.pt", sd, _use_new_zipfile_serialization=False, pickle_protocol=5)
 
@@ -133,6 +146,9 @@ def main():
     save("model_and_optimizer_state_dict.pt", {"model": msd, "optimizer_state_dict": opt})
     save("deepspeed_module.pt", {"module": msd, "buffer_names": [], "optimizer": None, "global_steps": 10})
     save("bare_optimizer.pt", opt)
+    save("optimizer_odd_name.pt", {"w": w, "opt": opt})
+    sgd = torch.optim.SGD(m.parameters(), lr=0.1).state_dict()  # no step: state {}
+    save("fresh_sgd_beside_model.pt", {"model": msd, "optim_sd": sgd, "epoch": 0})
     save("bare_tensor_root.pt", w)
 
     # 14.13: values torch.save writes without a global at protocol 4/5
@@ -149,7 +165,8 @@ def main():
     save("numpy_array.pt", {"w": w, "arr": np.arange(3, dtype=np.int32)})
 
     # 14.6: a TorchScript archive
-    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), os.path.join(OUT, "torchscript_linear.pt"))
+    if not keep("torchscript_linear.pt"):
+        torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), os.path.join(OUT, "torchscript_linear.pt"))
 
 
 if __name__ == "__main__":
