@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+
+	"github.com/gosafetensors/safetensors/internal/rangeread"
 )
 
 // File is a remote object read with HTTP Range requests. It implements
@@ -28,11 +30,12 @@ type File struct {
 	size    int64
 	etag    string
 	lastMod string
-	pinHost string    // host whose validators are sent back (If-Match, If-Unmodified-Since)
-	pinned  validator // what proves later responses are of the object opened
-	pinWhy  string    // for pinNone: what the server sent instead
-	linked  string    // X-Linked-Etag the Hub reported at open (an LFS file's sha256)
-	prefix  []byte    // bytes [0, len(prefix)) of the object, from the first request
+	pinHost string            // host whose validators are sent back (If-Match, If-Unmodified-Since)
+	pinned  validator         // what proves later responses are of the object opened
+	pinWhy  string            // for pinNone: what the server sent instead
+	linked  string            // X-Linked-Etag the Hub reported at open (an LFS file's sha256)
+	prefix  []byte            // bytes [0, len(prefix)) of the object, from the first request
+	core    *rangeread.Reader // the read path: prefix, cache, read-ahead, runs
 	stats   counters
 	closed  atomic.Bool
 	onHop   func(u *url.URL, h http.Header) // sees every response, redirects included
@@ -131,6 +134,7 @@ func (c *conn) open(ctx context.Context, u *url.URL, onHop func(*url.URL, http.H
 	if err := c.do(ctx, r); err != nil {
 		return nil, err
 	}
+	f.core = rangeread.New(backend{f}, c.cfg.coreConfig(f.size, f.prefix))
 	return f, nil
 }
 
@@ -241,8 +245,10 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	return f.ReadAtContext(f.ctx, p, off)
 }
 
-// ReadAtContext is ReadAt with its own context. Bytes already fetched by the
-// first request are served from memory; the rest costs one range request.
+// ReadAtContext is ReadAt with its own context. Bytes already fetched (by
+// the first request, read ahead or kept from earlier small reads) are
+// served from memory; the rest costs one range request (see
+// [WithReadAhead]).
 func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	if f.closed.Load() {
 		return 0, &Error{Name: f.name, Op: "read", Off: off, Len: int64(len(p)), Err: ErrClosed}
@@ -250,28 +256,10 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	if off < 0 {
 		return 0, &Error{Name: f.name, Op: "read", Off: off, Len: int64(len(p)), Err: errors.New("negative offset")}
 	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if off >= f.size {
-		return 0, io.EOF
-	}
-	var eof error
-	if int64(len(p)) > f.size-off {
-		p, eof = p[:f.size-off], io.EOF
-	}
-	n := 0
-	if off < int64(len(f.prefix)) {
-		n = copy(p, f.prefix[off:])
-		if n == len(p) {
-			return n, eof
-		}
+	if off < int64(len(f.prefix)) && off+int64(len(p)) > int64(len(f.prefix)) {
 		f.learn(p, off)
 	}
-	if err := f.fetch(ctx, p[n:], off+int64(n)); err != nil {
-		return n, err
-	}
-	return len(p), eof
+	return f.core.ReadAt(ctx, p, off)
 }
 
 // learn remembers, for files opened later through the same Hub, how large a
@@ -290,30 +278,6 @@ func (f *File) learn(p []byte, off int64) {
 			}
 		}
 	}
-}
-
-// fetch reads exactly len(p) bytes at off (inside the object) with one range
-// request.
-func (f *File) fetch(ctx context.Context, p []byte, off int64) error {
-	last := off + int64(len(p)) - 1
-	r := &request{f: f, op: "read", off: off, n: int64(len(p)), rng: fmt.Sprintf("bytes=%d-%d", off, last)}
-	r.consume = func(resp *http.Response, body io.Reader) error {
-		if err := f.checkRangeStatus(resp, r.rng); err != nil {
-			return err
-		}
-		cr, err := parseContentRange(resp.Header.Get("Content-Range"))
-		if err != nil {
-			return protocolf("%v", err)
-		}
-		if cr.size != f.size {
-			return changedf("size was %d, now %d", f.size, cr.size)
-		}
-		if cr.first != off || cr.last != last {
-			return protocolf("asked for %s, got Content-Range %s", r.rng, cr)
-		}
-		return readBody(resp, body, p)
-	}
-	return f.conn.do(ctx, r)
 }
 
 // checkRangeStatus accepts only a 206 with the object's bytes as stored.

@@ -250,7 +250,7 @@ func TestFaults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := newRangeServer(t, data)
 			srv.setFault(c.fault)
-			f, err := Open(context.Background(), srv.URL+"/f", append([]Option{WithPrefetch(1000)}, fastRetries...)...)
+			f, err := Open(context.Background(), srv.URL+"/f", append([]Option{WithPrefetch(1000), WithReadAhead(0)}, fastRetries...)...)
 			if !c.atOpen {
 				if err != nil {
 					t.Fatal(err)
@@ -366,7 +366,7 @@ func TestStall(t *testing.T) {
 		}
 		return true
 	})
-	f, err := Open(context.Background(), srv.URL+"/f", append([]Option{WithPrefetch(100), WithStallTimeout(100 * time.Millisecond)}, fastRetries...)...)
+	f, err := Open(context.Background(), srv.URL+"/f", append([]Option{WithPrefetch(100), WithReadAhead(0), WithStallTimeout(100 * time.Millisecond)}, fastRetries...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestStall(t *testing.T) {
 	// not retried.
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	g, err := Open(context.Background(), srv.URL+"/f", WithPrefetch(100), WithStallTimeout(time.Hour))
+	g, err := Open(context.Background(), srv.URL+"/f", WithPrefetch(100), WithReadAhead(0), WithStallTimeout(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func TestSlowloris(t *testing.T) {
 		}
 		return true
 	})
-	f, err := Open(context.Background(), srv.URL+"/f", append([]Option{WithPrefetch(100), WithStallTimeout(200 * time.Millisecond)}, fastRetries...)...)
+	f, err := Open(context.Background(), srv.URL+"/f", append([]Option{WithPrefetch(100), WithReadAhead(0), WithStallTimeout(200 * time.Millisecond)}, fastRetries...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

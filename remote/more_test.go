@@ -80,7 +80,7 @@ func TestExpiredRedirect(t *testing.T) {
 		http.Redirect(w, r, cdn.URL+"/blob?sig="+sig, http.StatusFound)
 	}))
 	defer orig.Close()
-	f, err := Open(context.Background(), orig.URL+"/f", WithPrefetch(100))
+	f, err := Open(context.Background(), orig.URL+"/f", WithPrefetch(100), WithReadAhead(0))
 	if err != nil {
 		t.Fatal(err)
 	}

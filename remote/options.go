@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/gosafetensors/safetensors/internal/rangeread"
 )
 
 // Defaults of the options.
@@ -21,6 +23,7 @@ const (
 	DefaultConcurrency   = 8
 	DefaultMaxRanges     = 64   // ranges per multi-range request
 	DefaultMaxRangeBytes = 4000 // length of a Range header value
+	DefaultReadAhead     = 16 << 20
 	maxPrefetch          = 64 << 20
 )
 
@@ -42,6 +45,7 @@ type config struct {
 	maxRanges     int
 	maxRangeBytes int
 	coalesceGap   int64
+	readAhead     int64
 	multiRange    bool
 	userAgent     string
 	trust         bool // read objects no validator pins
@@ -65,6 +69,7 @@ func defaultConfig() config {
 		concurrency:   DefaultConcurrency,
 		maxRanges:     DefaultMaxRanges,
 		maxRangeBytes: DefaultMaxRangeBytes,
+		readAhead:     DefaultReadAhead,
 		multiRange:    true,
 		userAgent:     "gosafetensors-remote/1",
 	}
@@ -230,6 +235,43 @@ func WithTrustUnvalidated(trust bool) Option {
 	return func(o *config) error {
 		o.trust = trust
 		return nil
+	}
+}
+
+// WithReadAhead sets the largest window read ahead of a sequential reader
+// (default [DefaultReadAhead]). A read that continues the previous one and
+// misses fetches more than it asks for, twice as much as the stream's last
+// miss, up to this window, and the first read near the end of the object
+// fetches its last 256 KiB (an archive's end records and directory); what
+// is read ahead is kept in memory (at most twice the window, plus 1 MiB)
+// until it is read. 0 disables both: every read fetches exactly what it
+// misses.
+func WithReadAhead(window int64) Option {
+	return func(o *config) error {
+		if window < 0 || window > 1<<30 {
+			return fmt.Errorf("remote: read-ahead %d out of range [0, 1 GiB]", window)
+		}
+		o.readAhead = window
+		return nil
+	}
+}
+
+// tailPrefetch is how much of an object's end the first read there
+// fetches: the end records of an archive and a central directory of a few
+// thousand entries.
+const tailPrefetch = 256 << 10
+
+// coreConfig is the range-reader configuration of an object.
+func (c config) coreConfig(size int64, prefix []byte) rangeread.Config {
+	multiGap := max(c.coalesceGap, multipartGap)
+	tail := int64(tailPrefetch)
+	if c.readAhead == 0 {
+		tail = 0
+	}
+	return rangeread.Config{
+		Size: size, Prefix: prefix, Concurrency: c.concurrency,
+		Gap: max(c.coalesceGap, singleRangeGap), MultiGap: multiGap,
+		ReadAhead: c.readAhead, Cache: 2*c.readAhead + 1<<20, Tail: tail,
 	}
 }
 

@@ -7,11 +7,12 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/gosafetensors/safetensors/remote/internal/runs"
+	"github.com/gosafetensors/safetensors/internal/rangeread"
 )
 
 // errNoMulti tells ReadRuns to read a batch with single ranges: the server
@@ -34,74 +35,29 @@ func (f *File) ReadRunsContext(ctx context.Context, bufs [][]byte, offs []int64)
 	if f.closed.Load() {
 		return &Error{Name: f.name, Op: "read runs", Off: -1, Len: -1, Err: ErrClosed}
 	}
-	pieces, err := runs.Check(bufs, offs, f.size)
-	if err != nil {
+	err := f.core.ReadRuns(ctx, bufs, offs)
+	if errors.Is(err, rangeread.ErrInvalidRuns) {
 		return &Error{Name: f.name, Op: "read runs", Off: -1, Len: -1, Err: err}
 	}
-	// Serve what the first request already fetched.
-	rest := pieces[:0]
-	for _, p := range pieces {
-		if p.Off < int64(len(f.prefix)) {
-			n := copy(p.Buf, f.prefix[p.Off:])
-			p = runs.Piece{Buf: p.Buf[n:], Off: p.Off + int64(n)}
-			if len(p.Buf) == 0 {
-				continue
-			}
-		}
-		rest = append(rest, p)
-	}
-	// Gaps smaller than a multipart part's framing cost more as parts than
-	// as bytes; without multi-range, every span is a request, so gaps up
-	// to 64 KiB are read rather than asked for separately (a column slice
-	// of a matrix is then a few requests, not one per row).
-	spans := runs.Plan(rest, max(f.conn.cfg.coalesceGap, multipartGap), 0)
-	if len(spans) == 0 {
-		return nil
-	}
-	if len(spans) == 1 || !f.conn.cfg.multiRange || f.conn.noMulti.Load() {
-		return f.readSpans(ctx, runs.Plan(rest, max(f.conn.cfg.coalesceGap, singleRangeGap), 0))
-	}
-	batches := f.batches(spans)
-	var (
-		mu       sync.Mutex
-		leftover []runs.Span
-	)
-	err = runs.Parallel(len(batches), f.conn.cfg.concurrency, func(i int) error {
-		left, err := f.readBatch(ctx, batches[i])
-		if len(left) > 0 {
-			mu.Lock()
-			leftover = append(leftover, left...)
-			mu.Unlock()
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return f.readSpans(ctx, leftover)
+	return err
 }
 
 // Coalescing gaps: below multipartGap a gap is cheaper to read than a
-// multipart part's headers; without multi-range requests, reading a gap of
-// up to singleRangeGap beats another round trip.
+// multipart part's headers; without multi-range requests, every span is a
+// request, so gaps up to singleRangeGap are read rather than asked for
+// separately (a column slice of a matrix is then a few requests, not one
+// per row).
 const (
 	multipartGap   = 256
 	singleRangeGap = 64 << 10
 )
 
-// readSpans reads spans with one single-range request each, in parallel.
-func (f *File) readSpans(ctx context.Context, spans []runs.Span) error {
-	return runs.Parallel(len(spans), f.conn.cfg.concurrency, func(i int) error {
-		s := spans[i]
-		if len(s.Pieces) == 1 {
-			return f.fetch(ctx, s.Pieces[0].Buf, s.Off)
-		}
-		return f.fetchSpan(ctx, s)
-	})
-}
+// backend is how the range-reader core fetches bytes of f.
+type backend struct{ f *File }
 
-// fetchSpan reads one span with one range request.
-func (f *File) fetchSpan(ctx context.Context, s runs.Span) error {
+// Fetch reads one span with one range request.
+func (b backend) Fetch(ctx context.Context, s rangeread.Span) error {
+	f := b.f
 	rng := fmt.Sprintf("bytes=%d-%d", s.Off, s.End-1)
 	r := &request{f: f, op: "read", off: s.Off, n: s.Len(), rng: rng}
 	r.consume = func(resp *http.Response, body io.Reader) error {
@@ -119,8 +75,38 @@ func (f *File) fetchSpan(ctx context.Context, s runs.Span) error {
 	return f.conn.do(ctx, r)
 }
 
+// FetchMulti reads spans with multi-range requests, in parallel, and
+// returns the spans the answers did not cover (all of them when
+// multi-range requests are disabled or the server is known not to answer
+// them).
+func (b backend) FetchMulti(ctx context.Context, spans []rangeread.Span) ([]rangeread.Span, error) {
+	f := b.f
+	if !f.conn.cfg.multiRange || f.conn.noMulti.Load() {
+		return spans, nil
+	}
+	batches := f.batches(spans)
+	var (
+		mu       sync.Mutex
+		leftover []rangeread.Span
+	)
+	err := rangeread.Parallel(len(batches), f.conn.cfg.concurrency, func(i int) error {
+		left, err := f.readBatch(ctx, batches[i])
+		if len(left) > 0 {
+			mu.Lock()
+			leftover = append(leftover, left...)
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(leftover, func(i, j int) bool { return leftover[i].Off < leftover[j].Off })
+	return leftover, nil
+}
+
 // checkPartRange requires Content-Range to be exactly span s of this object.
-func (f *File) checkPartRange(h string, s runs.Span) error {
+func (f *File) checkPartRange(h string, s rangeread.Span) error {
 	cr, err := parseContentRange(h)
 	if err != nil {
 		return protocolf("%v", err)
@@ -135,8 +121,8 @@ func (f *File) checkPartRange(h string, s runs.Span) error {
 }
 
 // fillExact fills s from r and requires r to end right after it.
-func fillExact(r io.Reader, s runs.Span) error {
-	if err := runs.Fill(r, s); err != nil {
+func fillExact(r io.Reader, s rangeread.Span) error {
+	if err := rangeread.Fill(r, s); err != nil {
 		return err
 	}
 	var one [1]byte
@@ -148,8 +134,8 @@ func fillExact(r io.Reader, s runs.Span) error {
 
 // batches groups spans into multi-range requests bounded in ranges and in
 // Range header length.
-func (f *File) batches(spans []runs.Span) [][]runs.Span {
-	var out [][]runs.Span
+func (f *File) batches(spans []rangeread.Span) [][]rangeread.Span {
+	var out [][]rangeread.Span
 	start, hdr := 0, len("bytes=")
 	for i, s := range spans {
 		n := len(strconv.FormatInt(s.Off, 10)) + len(strconv.FormatInt(s.End-1, 10)) + 2
@@ -162,7 +148,7 @@ func (f *File) batches(spans []runs.Span) [][]runs.Span {
 	return append(out, spans[start:])
 }
 
-func rangeHeader(spans []runs.Span) string {
+func rangeHeader(spans []rangeread.Span) string {
 	var b strings.Builder
 	b.WriteString("bytes=")
 	for i, s := range spans {
@@ -176,12 +162,12 @@ func rangeHeader(spans []runs.Span) string {
 
 // readBatch reads spans with one multi-range request and returns the spans
 // the answer did not cover (all of them when the server refused).
-func (f *File) readBatch(ctx context.Context, spans []runs.Span) ([]runs.Span, error) {
+func (f *File) readBatch(ctx context.Context, spans []rangeread.Span) ([]rangeread.Span, error) {
 	if len(spans) == 1 || f.conn.noMulti.Load() {
 		return spans, nil
 	}
 	rng := rangeHeader(spans)
-	var left []runs.Span
+	var left []rangeread.Span
 	r := &request{f: f, op: "read runs", off: spans[0].Off, n: spans[len(spans)-1].End - spans[0].Off, rng: rng}
 	r.consume = func(resp *http.Response, body io.Reader) error {
 		left = nil
@@ -235,7 +221,7 @@ func (f *File) readBatch(ctx context.Context, spans []runs.Span) ([]runs.Span, e
 }
 
 // matchPart finds the span a part's Content-Range names exactly, once.
-func (f *File) matchPart(h string, spans []runs.Span, seen []bool) (int, error) {
+func (f *File) matchPart(h string, spans []rangeread.Span, seen []bool) (int, error) {
 	cr, err := parseContentRange(h)
 	if err != nil {
 		return 0, protocolf("multipart part: %v", err)
@@ -258,7 +244,7 @@ func (f *File) matchPart(h string, spans []runs.Span, seen []bool) (int, error) 
 // server coalesced the ranges or served only some. Its bytes are used for
 // the spans wholly inside its Content-Range when that range lies within the
 // batch and is not much longer than those spans; the rest is left over.
-func (f *File) singleAnswer(resp *http.Response, body io.Reader, spans []runs.Span, left *[]runs.Span) error {
+func (f *File) singleAnswer(resp *http.Response, body io.Reader, spans []rangeread.Span, left *[]rangeread.Span) error {
 	f.conn.noMulti.Store(true)
 	cr, err := parseContentRange(resp.Header.Get("Content-Range"))
 	if err != nil {
@@ -270,7 +256,7 @@ func (f *File) singleAnswer(resp *http.Response, body io.Reader, spans []runs.Sp
 	if cr.first < spans[0].Off || cr.last >= spans[len(spans)-1].End {
 		return protocolf("multi-range request for bytes %d-%d answered with %s", spans[0].Off, spans[len(spans)-1].End-1, cr)
 	}
-	var inside []runs.Piece
+	var inside []rangeread.Piece
 	var want int64
 	for _, s := range spans {
 		if s.Off >= cr.first && s.End-1 <= cr.last {
@@ -288,6 +274,6 @@ func (f *File) singleAnswer(resp *http.Response, body io.Reader, spans []runs.Sp
 	if resp.ContentLength >= 0 && resp.ContentLength != n {
 		return protocolf("Content-Length %d for %s", resp.ContentLength, cr)
 	}
-	all := runs.Span{Off: cr.first, End: cr.last + 1, Pieces: inside}
+	all := rangeread.Span{Off: cr.first, End: cr.last + 1, Pieces: inside}
 	return fillExact(body, all)
 }

@@ -1,0 +1,258 @@
+// Package rangeread is the read path shared by remote objects (HTTP
+// servers, the Hub, buckets): it serves reads of one object from the
+// prefix its first request fetched, from a bounded cache of what later
+// requests fetched, and from range requests made by a [Backend], so that a
+// format reader's many small reads cost a few requests.
+//
+//   - Sequential reads (a pickle stream, a storage copied out) are detected
+//     and read ahead with a window that doubles with every request the
+//     stream needs, up to [Config.ReadAhead].
+//   - The first read near the end of the object (a zip end record) fetches
+//     the last [Config.Tail] bytes, where the end records and the central
+//     directory of an archive live.
+//   - Small reads and what was read ahead are kept in a cache bounded by
+//     [Config.Cache] bytes (least recently used out first).
+//   - Many runs at once ([Reader.ReadRuns]) are coalesced into spans, sent
+//     many per request where the backend can ([MultiBackend]), else as
+//     parallel single-range requests.
+//
+// A Reader trusts its backend to check that every response belongs to the
+// object that was opened (its validator pinned); it only decides which
+// ranges to ask for. Bytes served from the prefix or the cache were
+// checked when they were fetched.
+package rangeread
+
+import (
+	"context"
+	"io"
+	"sync"
+)
+
+// Backend fetches byte ranges of one object.
+type Backend interface {
+	// Fetch fills the pieces of s with the object's bytes (the gaps
+	// between them are read and dropped) with one request for
+	// [s.Off, s.End), which lies inside the object.
+	Fetch(ctx context.Context, s Span) error
+}
+
+// MultiBackend is a Backend that can fetch many spans with one request
+// (HTTP multi-range requests).
+type MultiBackend interface {
+	Backend
+	// FetchMulti fills as many of spans (sorted, disjoint) as it can with
+	// as few requests as it can, and returns those it did not fill (all
+	// of them when it cannot send multi-range requests), which the Reader
+	// then fetches one by one.
+	FetchMulti(ctx context.Context, spans []Span) (left []Span, err error)
+}
+
+// Config sets how a Reader reads. Zero values disable what they bound.
+type Config struct {
+	Size        int64  // the object's size
+	Prefix      []byte // bytes [0, len(Prefix)) of the object, already fetched
+	Concurrency int    // requests in flight for one ReadRuns (default 1)
+	// Gap: runs at most Gap bytes apart are read with one single-range
+	// request; MultiGap: with one part of a multi-range request.
+	Gap, MultiGap int64
+	// ReadAhead is the largest window read ahead of a sequential stream.
+	ReadAhead int64
+	// Cache bounds the bytes kept from earlier requests.
+	Cache int64
+	// Tail is how much of the object's end the first read there fetches.
+	Tail int64
+}
+
+// Default tuning.
+const (
+	// smallRead: reads at most this long are kept in the cache (format
+	// readers re-read their small records); longer ones are data.
+	smallRead = 64 << 10
+	streams   = 8
+)
+
+// Reader reads one object through a Backend. It is safe for concurrent use.
+type Reader struct {
+	cfg Config
+	be  Backend
+
+	mu       sync.Mutex
+	cache    cache
+	streams  [streams]stream
+	tick     uint64
+	tailDone bool
+}
+
+// stream is one sequential reader of the object, as far as reads show.
+type stream struct {
+	start    int64 // where its first read started
+	lo, next int64 // its last read started at lo; it has read up to next
+	window   int64 // read ahead at its last miss
+	last     uint64
+}
+
+// New returns a Reader of the object cfg describes, fetching through be.
+func New(be Backend, cfg Config) *Reader {
+	cfg.Concurrency = max(cfg.Concurrency, 1)
+	cfg.Cache = max(cfg.Cache, 0)
+	return &Reader{cfg: cfg, be: be, cache: cache{budget: cfg.Cache}}
+}
+
+// Size returns the object's size.
+func (r *Reader) Size() int64 { return r.cfg.Size }
+
+// ReadAt reads len(p) bytes at off (off >= 0), returning io.EOF with fewer
+// bytes only at the end of the object. What the prefix and the cache hold
+// costs no request; the rest costs one, read ahead when the read continues
+// a stream and fetched with the object's tail when it is near its end.
+func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	size := r.cfg.Size
+	if off >= size {
+		return 0, io.EOF
+	}
+	var eof error
+	if int64(len(p)) > size-off {
+		p, eof = p[:size-off], io.EOF
+	}
+	end := off + int64(len(p))
+	n := 0
+	if off < int64(len(r.cfg.Prefix)) {
+		n = copy(p, r.cfg.Prefix[off:])
+	}
+	r.mu.Lock()
+	if n < len(p) {
+		n += r.cache.get(p[n:], off+int64(n))
+	}
+	var fa, fe int64
+	if n < len(p) {
+		fa, fe = r.plan(off, off+int64(n), end)
+	} else {
+		r.track(off, end, false)
+	}
+	r.mu.Unlock()
+	if n == len(p) {
+		return n, eof
+	}
+	a := off + int64(n)
+	s := Span{Off: fa, End: fe}
+	var head, tail []byte
+	if fa < a {
+		head = make([]byte, a-fa)
+		s.Pieces = append(s.Pieces, Piece{Buf: head, Off: fa})
+	}
+	s.Pieces = append(s.Pieces, Piece{Buf: p[n:], Off: a})
+	if fe > end {
+		tail = make([]byte, fe-end)
+		s.Pieces = append(s.Pieces, Piece{Buf: tail, Off: end})
+	}
+	if err := r.be.Fetch(ctx, s); err != nil {
+		return n, err
+	}
+	r.mu.Lock()
+	r.cache.put(head, fa, true)
+	if len(p)-n <= smallRead || fa < a { // metadata, or read with the tail
+		r.cache.put(p[n:], a, false)
+	}
+	r.cache.put(tail, end, true)
+	r.mu.Unlock()
+	return len(p), eof
+}
+
+// plan records a read of [off, end) that misses from a on, and returns the
+// range to fetch: at least [a, end), read ahead for a stream, the tail for
+// a first read near the end. r.mu is held.
+func (r *Reader) plan(off, a, end int64) (fa, fe int64) {
+	size := r.cfg.Size
+	fa, fe = a, end
+	if s := r.track(off, end, true); s != nil && r.cfg.ReadAhead > 0 {
+		fe = max(fe, min(a+s.window, size))
+	}
+	if !r.tailDone && r.cfg.Tail > 0 && end > size-r.cfg.Tail {
+		r.tailDone = true
+		fa, fe = min(fa, max(size-r.cfg.Tail, int64(len(r.cfg.Prefix)))), size
+	}
+	// Do not fetch again what the cache holds right after the read.
+	if fe > end {
+		if c := r.cache.nextCached(end); c < fe {
+			fe = max(end, c)
+		}
+	}
+	return fa, fe
+}
+
+// track records a read of [off, end) and returns the stream it continues
+// (a read that starts inside or right at the end of the stream's last
+// read), its window grown when the read missed, or nil for a read that
+// starts a new stream. A stream's window is never larger than what it has
+// read so far, and doubles with each miss: a stream of a few small reads
+// (a record header, then its name) reads ahead next to nothing, a long one
+// (a pickle, a storage copied out) ever larger ranges, so that what is read
+// ahead and never used is at most about what was used. r.mu is held.
+func (r *Reader) track(off, end int64, missed bool) *stream {
+	r.tick++
+	oldest := 0
+	for i := range r.streams {
+		s := &r.streams[i]
+		if s.last > 0 && off >= s.lo && off <= s.next {
+			s.lo, s.next, s.last = off, max(s.next, end), r.tick
+			if missed {
+				s.window = min(max(2*s.window, s.next-s.start), r.cfg.ReadAhead)
+			}
+			return s
+		}
+		if s.last < r.streams[oldest].last {
+			oldest = i
+		}
+	}
+	r.streams[oldest] = stream{start: off, lo: off, next: end, last: r.tick}
+	return nil
+}
+
+// ReadRuns reads len(bufs[i]) bytes at offs[i] into bufs[i] for every i;
+// runs must be sorted and disjoint. What the prefix and the cache hold is
+// copied; the rest is coalesced into spans (runs closer than the gap share
+// one), fetched many per request where the backend can, else with parallel
+// single-range requests.
+func (r *Reader) ReadRuns(ctx context.Context, bufs [][]byte, offs []int64) error {
+	pieces, err := Check(bufs, offs, r.cfg.Size)
+	if err != nil {
+		return err
+	}
+	rest := pieces[:0]
+	r.mu.Lock()
+	for _, p := range pieces {
+		n := 0
+		if p.Off < int64(len(r.cfg.Prefix)) {
+			n = copy(p.Buf, r.cfg.Prefix[p.Off:])
+		}
+		if n < len(p.Buf) {
+			n += r.cache.get(p.Buf[n:], p.Off+int64(n))
+		}
+		if n < len(p.Buf) {
+			rest = append(rest, Piece{Buf: p.Buf[n:], Off: p.Off + int64(n)})
+		}
+	}
+	r.mu.Unlock()
+	if len(rest) == 0 {
+		return nil
+	}
+	if mb, ok := r.be.(MultiBackend); ok {
+		if spans := Plan(rest, r.cfg.MultiGap, 0); len(spans) > 1 {
+			left, err := mb.FetchMulti(ctx, spans)
+			if err != nil {
+				return err
+			}
+			rest = rest[:0]
+			for _, s := range left {
+				rest = append(rest, s.Pieces...)
+			}
+		}
+	}
+	spans := Plan(rest, r.cfg.Gap, 0)
+	return Parallel(len(spans), r.cfg.Concurrency, func(i int) error {
+		return r.be.Fetch(ctx, spans[i])
+	})
+}
