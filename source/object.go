@@ -95,6 +95,25 @@ func (o *Object) Sibling(ctx context.Context, rel string) (*Object, error) {
 	return o.sibling(ctx, rel)
 }
 
+// NewObject makes an Object of r (size bytes), its format detected from
+// its content as [Open] does, for bytes the caller opened itself: a file
+// opened inside an [os.Root], an upload spooled to disk. name is how
+// errors and reports name it. Closing the Object closes closer, if not
+// nil; sibling, if not nil, opens a file beside it (the shards of an
+// index), else the Object has no siblings. The Object is read through
+// ReadAt only (never mapped), and an index's shards only through sibling.
+func NewObject(name string, r io.ReaderAt, size int64, closer io.Closer, sibling func(ctx context.Context, rel string) (*Object, error)) (*Object, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("source: NewObject %s: negative size %d", name, size)
+	}
+	o, err := newObject(name, r, size, closer)
+	if err != nil {
+		return nil, err
+	}
+	o.sibling = sibling
+	return o, nil
+}
+
 // newObject reads the prefix of r and detects its format.
 func newObject(name string, r io.ReaderAt, size int64, closer io.Closer) (*Object, error) {
 	o := &Object{Name: name, Size: size, r: r, closer: closer}

@@ -8,6 +8,31 @@ import (
 	"testing"
 )
 
+// scanResult is one element of scan --json as its schema spells it
+// (docs/json.md), decoded with strings so that the wire format is tested,
+// not the library's types.
+type scanResult struct {
+	Path    string `json:"path"`
+	Format  string `json:"format"`
+	Verdict string `json:"verdict"`
+	Globals []struct {
+		Module  string `json:"module"`
+		Name    string `json:"name"`
+		Entry   string `json:"entry"`
+		Offset  int64  `json:"offset"`
+		Verdict string `json:"verdict"`
+		Reason  string `json:"reason"`
+	} `json:"globals"`
+	DangerousOpcodes []struct {
+		Opcode string `json:"opcode"`
+		Entry  string `json:"entry"`
+		Offset int64  `json:"offset"`
+		Target string `json:"target"`
+	} `json:"dangerous_opcodes"`
+	Problems []string `json:"problems"`
+	Error    string   `json:"error"`
+}
+
 func scanJSON(t *testing.T, args ...string) (int, []scanResult, string) {
 	t.Helper()
 	code, out, errOut := runCLI(t, append([]string{"scan", "--json"}, args...)...)
@@ -159,5 +184,37 @@ func TestScanAllFixtures(t *testing.T) {
 	}
 	if _, err := os.Stat("/tmp/pwned_marker"); err == nil {
 		t.Error("/tmp/pwned_marker exists")
+	}
+}
+
+// scan of a sharded model's index scans its shards, one result per file,
+// and passes a safe model (issue 14.4: it read the index as a pickle and
+// said invalid).
+func TestScanIndexScansShards(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "model")
+	if code, _, errOut := runCLI(t, "split", torchDir+"tiny_transformer.safetensors", dir, "--max-shard-size", "3KB"); code != 0 {
+		t.Fatalf("split: exit %d %s", code, errOut)
+	}
+	code, res, _ := scanJSON(t, filepath.Join(dir, "model.safetensors.index.json"))
+	if code != 0 || len(res) < 2 {
+		t.Fatalf("exit %d, %+v", code, res)
+	}
+	for _, r := range res {
+		if r.Verdict != "clean" || r.Format != "safetensors" || !strings.HasPrefix(filepath.Base(r.Path), "model-0000") {
+			t.Errorf("%+v", r)
+		}
+	}
+	bin := t.TempDir()
+	for name, src := range map[string]string{"pytorch_model-00001-of-00002.bin": torchDir + "tiny_transformer.bin", "pytorch_model-00002-of-00002.bin": "../../testdata/malicious/torch_zip_os_system.bin"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(bin, name), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(bin, "pytorch_model.bin.index.json"), []byte(`{"weight_map": {"a": "pytorch_model-00001-of-00002.bin", "b": "pytorch_model-00002-of-00002.bin"}}`), 0o644)
+	code, res, _ = scanJSON(t, filepath.Join(bin, "pytorch_model.bin.index.json"))
+	if code != 1 || len(res) != 2 || res[0].Verdict != "clean" || res[1].Verdict != "dangerous" {
+		t.Fatalf("exit %d, %+v", code, res)
 	}
 }

@@ -8,6 +8,23 @@ import (
 	"testing"
 )
 
+// validateResult is one element of validate --json as its schema spells
+// it (docs/json.md).
+type validateResult struct {
+	File        string   `json:"file"`
+	Status      string   `json:"status"`
+	Valid       bool     `json:"valid"`
+	Error       *string  `json:"error"`
+	Variant     *string  `json:"variant"`
+	Tensor      *string  `json:"tensor"`
+	Offset      *int64   `json:"offset"`
+	Hint        *string  `json:"hint"`
+	FileSize    *int64   `json:"file_size"`
+	TensorCount *int     `json:"tensor_count"`
+	DataBytes   *int64   `json:"data_bytes"`
+	Warnings    []string `json:"warnings"`
+}
+
 // TestValidateVerdicts runs validate over every verdict case: exit 0 for
 // the valid ones, 1 for the invalid ones, naming the variant.
 func TestValidateVerdicts(t *testing.T) {

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package audit
+
+const openFlags = 0

@@ -1,0 +1,217 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/gosafetensors/safetensors/source"
+	"github.com/gosafetensors/safetensors/torch"
+)
+
+// ScanReport is what a scan found in one file: one element of the array
+// `scan --json` prints (see docs/json.md).
+type ScanReport struct {
+	Path    string  `json:"path"`
+	Format  Format  `json:"format"`
+	Verdict Verdict `json:"verdict"`
+	// Globals lists every global reference in file order (duplicates
+	// included, up to the scanner's cap; a not-allowed name is never
+	// dropped).
+	Globals          []Global `json:"globals"`
+	DangerousOpcodes []Opcode `json:"dangerous_opcodes"`
+	Problems         []string `json:"problems"`
+	// Error says why the file could not be checked; set only with verdict
+	// Error.
+	Error string `json:"error,omitempty"`
+	// Err is the error behind Error, for errors.Is and errors.As.
+	Err error `json:"-"`
+}
+
+// Global is one global a pickle references. Offset is the opcode's byte
+// offset inside Entry (a zip member such as "archive/data.pkl", or
+// "pickle N" for the Nth pickle of a stream).
+type Global struct {
+	Module  string        `json:"module"`
+	Name    string        `json:"name"`
+	Entry   string        `json:"entry"`
+	Offset  int64         `json:"offset"`
+	Verdict GlobalVerdict `json:"verdict"`
+	Reason  string        `json:"reason,omitempty"`
+}
+
+// String returns module.name.
+func (g Global) String() string { return g.Module + "." + g.Name }
+
+// Opcode is an opcode that would run code in a real unpickler, and what it
+// would call or build.
+type Opcode struct {
+	Opcode string `json:"opcode"`
+	Entry  string `json:"entry"`
+	Offset int64  `json:"offset"`
+	Target string `json:"target,omitempty"`
+}
+
+func newScanReport(loc string) *ScanReport {
+	return &ScanReport{Path: loc, Format: FormatUnknown, Globals: []Global{}, DangerousOpcodes: []Opcode{}, Problems: []string{}}
+}
+
+// fail makes r an error report.
+func (r *ScanReport) fail(err error) *ScanReport {
+	r.Verdict, r.Error, r.Err = Error, err.Error(), err
+	return r
+}
+
+// Scan audits the files of loc (see [Targets]) and yields one report per
+// file, in target order, each as soon as it and those before it are done;
+// a few files ([WithConcurrency]) are checked at a time. A location that
+// could not be listed or opened is reported with verdict Error. Stopping
+// the iteration stops the work.
+func Scan(ctx context.Context, loc string, opts ...Option) iter.Seq[*ScanReport] {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return func(yield func(*ScanReport) bool) { yield(newScanReport(loc).fail(err)) }
+	}
+	return pipeline(ctx, c, c.targets(ctx, loc, ScanCheck), func(ctx context.Context, t *Target, err error) *ScanReport {
+		if err != nil {
+			return newScanReport(t.Location).fail(err)
+		}
+		return c.scanTarget(ctx, t)
+	}, func(err error) *ScanReport { return newScanReport(loc).fail(cutShort(loc, err)) })
+}
+
+// cutShort says an audit of loc ended before every file was checked.
+func cutShort(loc string, err error) error {
+	return &source.IOError{Location: loc, Op: "list", Err: fmt.Errorf("%s: the audit stopped before every file was checked: %w", loc, err)}
+}
+
+// ScanTarget audits one target.
+func ScanTarget(ctx context.Context, t Target, opts ...Option) *ScanReport {
+	c, err := buildConfig(opts)
+	if err != nil {
+		t.Release()
+		return newScanReport(t.Location).fail(err)
+	}
+	return c.scanTarget(ctx, &t)
+}
+
+func (c *config) scanTarget(ctx context.Context, t *Target) *ScanReport {
+	if err := ctx.Err(); err != nil {
+		t.Release()
+		return newScanReport(t.Location).fail(&source.IOError{Location: t.Location, Op: "open", Err: err})
+	}
+	o, err := t.open(ctx, c)
+	if err != nil {
+		return newScanReport(t.Location).fail(err)
+	}
+	defer o.Close()
+	return c.scanObject(ctx, t.Location, o)
+}
+
+// ScanObject audits one opened file or object by its content, whatever
+// its name; loc names it in the report.
+func ScanObject(ctx context.Context, loc string, o *source.Object, opts ...Option) *ScanReport {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return newScanReport(loc).fail(err)
+	}
+	return c.scanObject(ctx, loc, o)
+}
+
+// scanObject: a safetensors file is validated, and every file
+// (safetensors included, which torch.load would read as a tar or a pickle
+// if it could) goes through the checkpoint scanner, which decodes every
+// pickle torch could reach and names every global. An index is JSON,
+// which torch.load cannot run: it is checked to be a valid index.
+func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *ScanReport {
+	r := newScanReport(loc)
+	if o.Format == source.Directory {
+		return r.fail(&source.IOError{Location: loc, Op: "open", Err: fmt.Errorf("%s: is a directory", loc)})
+	}
+	var rep *torch.ScanReport
+	var modelErr error
+	var err error
+	switch o.Format {
+	case source.Index:
+		r.Format = FormatIndex
+		if _, err := readIndex(o); err != nil {
+			if source.IsIOError(err) {
+				return r.fail(err)
+			}
+			r.Problems = append(r.Problems, err.Error())
+		}
+		rep = &torch.ScanReport{}
+	case source.Safetensors, source.Compressed:
+		r.Format = FormatSafetensors
+		if o.Format == source.Compressed {
+			r.Format = FormatCompressed
+		}
+		m, err := o.Model(ctx, c.source...)
+		if err == nil {
+			m.Source.Close()
+		} else if source.IsIOError(err) {
+			return r.fail(err)
+		} else {
+			modelErr = err
+			r.Problems = append(r.Problems, err.Error())
+		}
+		// torch.load reads such a file only if it is also a tar archive
+		// (the first bytes of a safetensors file or a zstd/lz4 container
+		// cannot form a pickle that imports anything): then every member
+		// torch would unpickle is scanned.
+		if torch.IsTar(o, o.Size) {
+			if rep, err = torch.Scan(o, o.Size, loc, c.torch...); err != nil {
+				return r.fail(err)
+			}
+			r.Problems = append(r.Problems, "polyglot: this file is also a tar archive torch.load would read")
+		} else {
+			rep = &torch.ScanReport{}
+		}
+	default:
+		if rep, err = torch.Scan(o, o.Size, loc, c.torch...); err != nil {
+			return r.fail(err)
+		}
+		r.Format = torchFormat(rep.Format)
+	}
+	r.Problems = append(r.Problems, rep.Problems...)
+	if o.Hint != "" {
+		r.Problems = append(r.Problems, "hint: "+o.Hint)
+	}
+	for _, g := range rep.Globals {
+		r.Globals = append(r.Globals, Global{Module: g.Module, Name: g.Name, Entry: g.Entry, Offset: g.Offset, Verdict: globalVerdict(g.Verdict), Reason: g.Reason})
+	}
+	for _, op := range rep.DangerousOpcodes {
+		r.DangerousOpcodes = append(r.DangerousOpcodes, Opcode{Opcode: op.Opcode, Entry: op.Entry, Offset: op.Offset, Target: op.Target})
+	}
+	r.Verdict = verdictOf(rep.Verdict())
+	if r.Verdict == Clean && (modelErr != nil || len(r.Problems) > 0) {
+		r.Verdict = Invalid // a safetensors file that does not validate, a polyglot, a broken index
+	}
+	if ioErr := o.Err(); ioErr != nil && r.Verdict != Dangerous {
+		// a read failed part-way: what was not read was not checked
+		return r.fail(fmt.Errorf("%s: reading failed part-way, not every byte was checked: %w", loc, ioErr))
+	}
+	return r
+}
+
+func globalVerdict(s string) GlobalVerdict {
+	switch s {
+	case "allowed":
+		return Allowed
+	case "unsupported":
+		return Inert
+	}
+	return NotAllowed
+}
+
+func verdictOf(s string) Verdict {
+	switch s {
+	case torch.VerdictClean:
+		return Clean
+	case torch.VerdictInvalid:
+		return Invalid
+	case torch.VerdictUnsupported:
+		return Unsupported
+	}
+	return Dangerous
+}

@@ -1,0 +1,278 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"strings"
+
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/sniff"
+	"github.com/gosafetensors/safetensors/source"
+	"github.com/gosafetensors/safetensors/stats"
+)
+
+// ValidateReport is what validation found in one file or sharded model:
+// one element of the array `validate --json` prints (see docs/json.md).
+// The pointer fields are null in JSON when they do not apply.
+type ValidateReport struct {
+	File   string `json:"file"`
+	Status Status `json:"status"`
+	Valid  bool   `json:"valid"` // Status == OK
+	// Error is the full error message, for a file invalid or unreadable.
+	Error *string `json:"error"`
+	// Variant is the reference implementation's error variant, e.g.
+	// "InvalidOffset".
+	Variant *string `json:"variant"`
+	Tensor  *string `json:"tensor"` // the tensor the error concerns
+	// Offset is the absolute byte offset in the file where the problem was
+	// found.
+	Offset *int64 `json:"offset"`
+	// Hint says what the file probably is, in plain words (a Git LFS
+	// pointer, an HTML page...).
+	Hint        *string  `json:"hint"`
+	FileSize    *int64   `json:"file_size"`    // bytes, when the file could be opened
+	TensorCount *int     `json:"tensor_count"` // when valid
+	DataBytes   *int64   `json:"data_bytes"`   // size of the data section, when valid
+	Warnings    []string `json:"warnings"`     // [] when none; with WithFull, NaN/Inf counts
+	// Err is the error behind Error, for errors.Is and errors.As.
+	Err error `json:"-"`
+}
+
+// Validate checks the safetensors files and sharded models of loc (see
+// [Targets]) and yields one report per file or model, in target order, a
+// few at a time ([WithConcurrency]). A location holding nothing to
+// validate is reported unreadable, as is one that could not be listed or
+// opened.
+func Validate(ctx context.Context, loc string, opts ...Option) iter.Seq[*ValidateReport] {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return func(yield func(*ValidateReport) bool) { yield(newValidateReport(loc).unreadable(err)) }
+	}
+	return func(yield func(*ValidateReport) bool) {
+		n := 0
+		for r := range pipeline(ctx, c, c.targets(ctx, loc, ValidateCheck), func(ctx context.Context, t *Target, err error) *ValidateReport {
+			if err != nil {
+				return newValidateReport(t.Location).unreadable(err)
+			}
+			return c.validateTarget(ctx, t)
+		}, func(err error) *ValidateReport { return newValidateReport(loc).unreadable(cutShort(loc, err)) }) {
+			n++
+			if !yield(r) {
+				return
+			}
+		}
+		if n == 0 {
+			yield(newValidateReport(loc).unreadable(&source.IOError{Location: loc, Op: "list", Err: errors.New("no *.safetensors files here")}))
+		}
+	}
+}
+
+// ValidateTarget validates one target.
+func ValidateTarget(ctx context.Context, t Target, opts ...Option) *ValidateReport {
+	c, err := buildConfig(opts)
+	if err != nil {
+		t.Release()
+		return newValidateReport(t.Location).unreadable(err)
+	}
+	return c.validateTarget(ctx, &t)
+}
+
+func newValidateReport(loc string) *ValidateReport {
+	return &ValidateReport{File: loc, Warnings: []string{}}
+}
+
+func (c *config) validateTarget(ctx context.Context, t *Target) *ValidateReport {
+	r := newValidateReport(t.Location)
+	if err := ctx.Err(); err != nil {
+		t.Release()
+		return r.unreadable(&source.IOError{Location: t.Location, Op: "open", Err: err})
+	}
+	o, err := t.open(ctx, c)
+	if err != nil {
+		return r.unreadable(err)
+	}
+	return c.validateObject(ctx, r, o)
+}
+
+// validateObject checks one object, which it closes: a safetensors file
+// (plain, compressed or remote) against the reference's rules, or a
+// sharded model's index with every check of a sharded model (shards
+// present, names plain, every tensor where the index says and nowhere
+// else).
+func (c *config) validateObject(ctx context.Context, r *ValidateReport, o *source.Object) *ValidateReport {
+	defer func() {
+		if o != nil {
+			o.Close()
+		}
+	}()
+	loc := r.File
+	if o.Format == source.Directory {
+		return r.unreadable(fmt.Errorf("%s: is a directory", loc))
+	}
+	size := o.Size
+	r.FileSize = &size
+	var rd *safetensors.Reader
+	switch o.Format {
+	case source.Index, source.Compressed:
+		m, err := o.Model(ctx, c.source...)
+		if err != nil {
+			return r.setError(err)
+		}
+		o = nil // the model owns it
+		defer m.Close()
+		if m.File != nil {
+			rd = m.File
+			break
+		}
+		r.Status, r.Valid = OK, true
+		var data int64
+		for _, n := range m.Names() {
+			info, _ := m.Info(n)
+			data += info.Size()
+		}
+		r.TensorCount, r.DataBytes = ptr(len(m.Names())), ptr(data)
+		r.Warnings = append(r.Warnings, m.Sharded.Warnings()...)
+		if c.full {
+			warns, err := c.readAllData(m, loc, data)
+			if err != nil {
+				return r.setError(err)
+			}
+			r.Warnings = append(r.Warnings, warns...)
+		}
+		return r
+	default:
+		var err error
+		rd, err = safetensors.NewReader(o, o.Size, safetensors.WithName(loc))
+		if err != nil {
+			r.setError(err)
+			if r.Hint == nil {
+				if h := sniff.Explain(o, o.Size, err); h != "" {
+					r.Hint = ptr(h)
+				}
+			}
+			return r
+		}
+	}
+	if o != nil && o.Format.Checkpoint() {
+		// valid safetensors, and also what torch.load reads as a checkpoint:
+		// two readers would see two different files
+		return r.setError(fmt.Errorf("%s: a polyglot: a valid safetensors file that is also a PyTorch checkpoint (%s) torch.load would read; run safetensors scan on it", loc, o.Format))
+	}
+	r.Status, r.Valid = OK, true
+	r.TensorCount = ptr(len(rd.Tensors))
+	r.DataBytes = ptr(rd.DataSize())
+	r.Warnings = append(r.Warnings, rd.Warnings...)
+	if c.full {
+		warns, err := c.readAllData(rd, loc, rd.DataSize())
+		if err != nil {
+			return r.setError(err)
+		}
+		r.Warnings = append(r.Warnings, warns...)
+	}
+	return r
+}
+
+// setError records an error: unreadable for I/O failures, invalid (with the
+// reference's variant, the tensor, the offset and a hint) for the rest.
+func (r *ValidateReport) setError(err error) *ValidateReport {
+	r.Valid = false
+	r.TensorCount, r.DataBytes = nil, nil
+	if source.IsIOError(err) {
+		return r.unreadable(err)
+	}
+	r.Status, r.Err = StatusInvalid, err
+	r.Error = ptr(err.Error())
+	var fe *safetensors.FormatError
+	if errors.As(err, &fe) {
+		if v := fe.Variant(); v != "" {
+			r.Variant = ptr(v)
+		}
+		if fe.Tensor != "" {
+			r.Tensor = ptr(fe.Tensor)
+		}
+		if fe.Offset >= 0 {
+			r.Offset = ptr(fe.Offset)
+		}
+	}
+	if h := source.Hint(err); h != "" {
+		r.Hint = ptr(h)
+		if i := strings.Index(*r.Error, "\n  hint: "); i >= 0 {
+			r.Error = ptr((*r.Error)[:i])
+		}
+	}
+	return r
+}
+
+// unreadable records an error that kept the file from being checked.
+func (r *ValidateReport) unreadable(err error) *ValidateReport {
+	r.Status, r.Valid, r.Err = Unreadable, false, err
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == r.File {
+		msg = r.File + ": " + pe.Err.Error()
+	}
+	r.Error = ptr(msg)
+	if r.Warnings == nil {
+		r.Warnings = []string{}
+	}
+	return r
+}
+
+// readAllData reads every tensor's bytes, returning warnings about NaN and
+// infinite values, or the first read error.
+func (c *config) readAllData(src safetensors.Source, file string, total int64) ([]string, error) {
+	const chunk = 4 << 20
+	buf := make([]byte, chunk)
+	update, finish := func(int64) {}, func() {}
+	if c.progress != nil {
+		update, finish = c.progress(file, total)
+	}
+	defer finish()
+	var warns []string
+	var done int64
+	for t, err := range src.All() {
+		if err != nil {
+			return nil, err
+		}
+		var nan, inf int64
+		size := t.Size()
+		for off := int64(0); off < size; {
+			n := min(int64(chunk), size-off)
+			m, err := t.ReadAt(buf[:n], off)
+			if int64(m) < n {
+				if err == nil || errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return nil, fmt.Errorf("%s: tensor %q: reading %d bytes at byte %d of its data: %w", file, t.Name, n, off, err)
+			}
+			if hasFloatBits(t.DType) {
+				b := buf[:n]
+				if s := t.DType.Size(); s > 0 {
+					b = b[:len(b)/s*s]
+				}
+				if nf, err := stats.CountNonFinite(t.DType, b); err == nil {
+					nan += nf.NaN
+					inf += nf.Inf()
+				}
+			}
+			off += n
+			done += n
+			update(done)
+		}
+		if nan > 0 || inf > 0 {
+			warns = append(warns, fmt.Sprintf("tensor %s: %s NaN and %s infinite of %s values",
+				display(t.Name), groupDigits(nan), groupDigits(inf), groupDigits(t.NumElements())))
+		}
+	}
+	return warns, nil
+}
+
+// hasFloatBits reports whether values of dtype d can be NaN or infinite:
+// floats of 8 bits and more, and complex values (F4 and F6 encode neither).
+func hasFloatBits(d safetensors.DType) bool { return d.IsFloat() && d.Bits() >= 8 || d.IsComplex() }
+
+func ptr[T any](v T) *T { return &v }
