@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/ziplist"
 	"io"
 	"os"
 	"strings"
@@ -426,7 +427,7 @@ func scanLegacyTail(r io.ReaderAt, size, pos int64, keys any, storages map[strin
 // other tools would read it as a zip archive. Its pickles are scanned and
 // the file is a polyglot.
 func scanZipPolyglot(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
-	tail := make([]byte, min(size, maxEndSearch))
+	tail := make([]byte, min(size, ziplist.MaxEndSearch))
 	if readFull(r, tail, size-int64(len(tail))) != nil || !bytes.Contains(tail, []byte("PK\x05\x06")) {
 		return
 	}
@@ -477,38 +478,38 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 		// the declared size is part of the record: miniz reads usize bytes
 		// of a STORED entry, so two entries sharing data but not usize are
 		// two different pickles
-		k := [4]int64{e.dataOff, e.csize, e.usize, int64(e.method)}
+		k := [4]int64{e.DataOffset, e.CompressedSize, e.Size, int64(e.Method)}
 		if scanned[k] {
 			return true
 		}
 		scanned[k] = true
-		if isDataPkl(e.name) && exempt < maxDataPklExempt {
+		if isDataPkl(e.Name) && exempt < maxDataPklExempt {
 			// the record torch reads is always decoded in full: a walk of
 			// the whole file can be steered past it by an enclosing
 			// member's BINBYTES
 			exempt++
 			return false
 		}
-		if spent += e.csize; spent > size {
+		if spent += e.CompressedSize; spent > size {
 			if !walkedAll {
 				walkedAll = true
-				rep.addProblem(fmt.Sprintf("%s: members overlap (more bytes to decode than the %d-byte file holds); the whole file is walked for globals instead", e.name, size))
+				rep.addProblem(fmt.Sprintf("%s: members overlap (more bytes to decode than the %d-byte file holds); the whole file is walked for globals instead", e.Name, size))
 				walkAt(r, 0, 0, size, "whole file", rep, nil)
 			}
-			return e.method == 0
+			return e.Method == 0
 		}
 		return false
 	}
-	for _, e := range z.entries {
-		if isDataPkl(e.name) {
+	for _, e := range z.Entries {
+		if isDataPkl(e.Name) {
 			nData++
 		}
-		if skip != "" && e.name == skip {
+		if skip != "" && e.Name == skip {
 			skip = "" // only the first member of that name was decoded
 			continue
 		}
-		isPkl := strings.HasSuffix(asciiLower(e.name), ".pkl") // torch matches names case-insensitively
-		if isPkl && e.method == 8 && e.dataOff >= 0 && e.flags&badZipFlags == 0 {
+		isPkl := strings.HasSuffix(asciiLower(e.Name), ".pkl") // torch matches names case-insensitively
+		if isPkl && e.Method == 8 && e.DataOffset >= 0 && e.Flags&ziplist.BadFlags == 0 {
 			if overlap(e) {
 				continue
 			}
@@ -518,19 +519,19 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 		ra, off, n, ok := z.pickleReader(e, lim.MaxPickleBytes)
 		if !ok {
 			if isPkl {
-				rep.addProblem(e.name + ": pickle record could not be read (encrypted or unknown compression); not scanned")
+				rep.addProblem(e.Name + ": pickle record could not be read (encrypted or unknown compression); not scanned")
 			}
 			continue
 		}
 		var crc *uint32
-		if e.method == 0 {
-			crc = &e.crc
+		if e.Method == 0 {
+			crc = &e.CRC32
 		}
 		if isPkl {
 			if overlap(e) {
 				continue
 			}
-			scanPickles(ra, off, 0, n, e.name, pidZip, lim, rep, 1<<20, crc)
+			scanPickles(ra, off, 0, n, e.Name, pidZip, lim, rep, 1<<20, crc)
 			continue
 		}
 		head := make([]byte, min(n, 2))
@@ -543,9 +544,9 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 			continue
 		}
 		sub := &ScanReport{}
-		scanPickles(ra, off, 0, min(n, lim.MaxPickleBytes), e.name, pidZip, lim, sub, 1, nil)
+		scanPickles(ra, off, 0, min(n, lim.MaxPickleBytes), e.Name, pidZip, lim, sub, 1, nil)
 		if len(sub.Globals) > 0 || len(sub.DangerousOpcodes) > 0 {
-			rep.addProblem(e.name + ": pickle hidden in a non-.pkl member")
+			rep.addProblem(e.Name + ": pickle hidden in a non-.pkl member")
 			sub.Problems = nil
 			rep.merge(sub)
 		}
@@ -553,32 +554,4 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 	if nData == 0 {
 		rep.addProblem("no <prefix>/data.pkl record (not a torch checkpoint)")
 	}
-}
-
-// findSig returns the offset of the next local header signature at or after
-// from, or -1.
-func findSig(r io.ReaderAt, from, size int64) int64 {
-	sig := []byte("PK\x03\x04")
-	// start small and grow to 64 KiB: headers are usually close together,
-	// and reading a whole window per header is (headers x 64 KiB) of work
-	var buf []byte
-	chunk := int64(256)
-	for from < size {
-		n := min(chunk, size-from)
-		chunk = min(2*chunk, 64<<10)
-		if int64(len(buf)) < n {
-			buf = make([]byte, n)
-		}
-		if readFull(r, buf[:n], from) != nil {
-			return -1
-		}
-		if i := bytes.Index(buf[:n], sig); i >= 0 {
-			return from + int64(i)
-		}
-		if from+n >= size {
-			return -1
-		}
-		from += n - int64(len(sig)) + 1
-	}
-	return -1
 }

@@ -3,10 +3,8 @@ package torch
 import (
 	"bytes"
 	"compress/flate"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"sort"
 )
 
 // scanDeflated scans a DEFLATE-compressed pickle record (torch's reader,
@@ -17,13 +15,13 @@ import (
 // declared size (what torch would read) or the end of the scan's inflate
 // budget (see Limits.MaxInflateBytes), which is then a problem.
 func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
-	inflate := func() io.ReadCloser { return flate.NewReader(io.NewSectionReader(z.r, e.dataOff, e.csize)) }
+	inflate := func() io.ReadCloser { return flate.NewReader(io.NewSectionReader(z.r, e.DataOffset, e.CompressedSize)) }
 	budget := lim.inflateBudget()
 	if budget == 0 {
-		rep.addProblem(fmt.Sprintf("%s: compressed record not scanned: the scan's inflate budget is spent", e.name))
+		rep.addProblem(fmt.Sprintf("%s: compressed record not scanned: the scan's inflate budget is spent", e.Name))
 		return
 	}
-	memCap := min(lim.MaxPickleBytes, inflateRatio*e.csize+1024, budget)
+	memCap := min(lim.MaxPickleBytes, inflateRatio*e.CompressedSize+1024, budget)
 	fr := inflate()
 	var buf bytes.Buffer
 	_, err := io.Copy(&buf, io.LimitReader(fr, memCap))
@@ -36,11 +34,11 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 	fr.Close()
 	lim.spendInflate(int64(buf.Len()))
 	if err != nil {
-		rep.addProblem(fmt.Sprintf("%s: compressed data is corrupt after %d bytes: %v", e.name, buf.Len(), err))
+		rep.addProblem(fmt.Sprintf("%s: compressed data is corrupt after %d bytes: %v", e.Name, buf.Len(), err))
 	}
 	ra := bytes.NewReader(buf.Bytes())
-	src := newSource(ra, 0, int64(buf.Len()), e.name)
-	ps := scanSource(src, e.name, pidZip, lim, rep, 1<<20, nil, nil)
+	src := newSource(ra, 0, int64(buf.Len()), e.Name)
+	ps := scanSource(src, e.Name, pidZip, lim, rep, 1<<20, nil, nil)
 	if !ps.failed && !more {
 		return
 	}
@@ -51,12 +49,12 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 	// Inflating again to from is paid for too: it is the bytes in memory.
 	limit := from + lim.inflateBudget()
 	end := limit
-	if e.usize >= 0 && e.usize < end {
-		end = e.usize
+	if e.Size >= 0 && e.Size < end {
+		end = e.Size
 	}
 	if from >= end {
 		if more && end == limit {
-			rep.addProblem(budgetProblem(e.name, from, lim))
+			rep.addProblem(budgetProblem(e.Name, from, lim))
 		}
 		return
 	}
@@ -65,12 +63,12 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 	if _, err := io.CopyN(io.Discard, fr, from); err != nil {
 		return
 	}
-	w := walkRegion(fr, from, end, e.name, rep, st)
+	w := walkRegion(fr, from, end, e.Name, rep, st)
 	lim.spendInflate(w.pos - from)
 	if w.pos >= limit {
 		// through the walker's reader: it has read ahead of w.pos
 		if _, err := w.r.ReadByte(); err == nil {
-			rep.addProblem(budgetProblem(e.name, w.pos, lim))
+			rep.addProblem(budgetProblem(e.Name, w.pos, lim))
 		}
 	}
 }
@@ -79,70 +77,13 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 // header, member data, data descriptor, central directory or end record
 // accounts for: torch never reads them, and a checkpoint has none.
 func scanZipGaps(z *zipArchive, rep *ScanReport) {
-	type span struct{ a, b int64 }
-	var spans []span
-	for _, e := range z.entries {
-		if e.dataOff < 0 {
-			continue
+	for i, g := range z.Gaps() {
+		if i == 64 {
+			break
 		}
-		end := e.dataOff + e.csize
-		if e.flags&0x8 != 0 {
-			end += z.descriptorLen(end, e)
-		}
-		spans = append(spans, span{e.lho, end})
+		rep.addProblem(fmt.Sprintf("%d unexplained bytes at offset %d between zip records", g.Len, g.Offset))
+		walkAt(z.r, g.Offset, 0, g.Len, fmt.Sprintf("zip gap at offset %d", g.Offset), rep, nil)
 	}
-	tail := z.cdEnd
-	if z.cdEnd != z.eocd { // zip64 end record, then its locator
-		var h [12]byte
-		if readFull(z.r, h[:], z.cdEnd) == nil {
-			if n := binary.LittleEndian.Uint64(h[4:]); n <= uint64(z.eocd-z.cdEnd) {
-				// only the record's 56 fixed bytes: an "extensible data
-				// sector" after them is unexplained bytes (another archive
-				// can hide there, for a reader that looks for a zip64
-				// record just before the locator)
-				spans = append(spans, span{z.cdEnd, z.cdEnd + min(12+int64(n), 56)})
-			}
-		}
-		spans = append(spans, span{z.eocd - lenLocator, z.eocd})
-		tail = z.eocd
-	}
-	spans = append(spans, span{z.cdOffset, z.cdEnd}, span{tail, z.size})
-	sort.Slice(spans, func(i, j int) bool { return spans[i].a < spans[j].a })
-	cur := int64(0)
-	gaps := 0
-	for _, s := range spans {
-		if s.a > cur && gaps < 64 {
-			gaps++
-			rep.addProblem(fmt.Sprintf("%d unexplained bytes at offset %d between zip records", s.a-cur, cur))
-			walkAt(z.r, cur, 0, s.a-cur, fmt.Sprintf("zip gap at offset %d", cur), rep, nil)
-		}
-		cur = max(cur, s.b)
-	}
-}
-
-// descriptorLen returns the length of the data descriptor at off if it
-// matches entry e (with or without its signature, 32- or 64-bit sizes),
-// else 0.
-func (z *zipArchive) descriptorLen(off int64, e *zipEntry) int64 {
-	b := make([]byte, min(24, max(z.size-off, 0)))
-	if readFull(z.r, b, off) != nil {
-		return 0
-	}
-	sig := 0
-	if len(b) >= 4 && binary.LittleEndian.Uint32(b) == 0x08074b50 {
-		sig = 4
-	}
-	d := b[sig:]
-	if len(d) < 4 || binary.LittleEndian.Uint32(d) != e.crc {
-		return 0
-	}
-	if len(d) >= 12 && int64(binary.LittleEndian.Uint32(d[4:])) == e.csize && int64(binary.LittleEndian.Uint32(d[8:])) == e.usize {
-		return int64(sig + 12)
-	}
-	if len(d) >= 20 && int64(binary.LittleEndian.Uint64(d[4:])) == e.csize && int64(binary.LittleEndian.Uint64(d[12:])) == e.usize {
-		return int64(sig + 20)
-	}
-	return 0
 }
 
 // budgetProblem says that a record inflating past at was not scanned

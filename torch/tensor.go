@@ -120,8 +120,6 @@ func hex32(v uint32) string {
 	return string(b)
 }
 
-func crc32IEEE(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
-
 // Numel is the number of elements (1 for a 0-dim tensor).
 func (t *Tensor) Numel() int64 {
 	n := int64(1)

@@ -130,8 +130,8 @@ func findMember(t testing.TB, b []byte, name string) *zipEntry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range z.entries {
-		if e.name == name {
+	for _, e := range z.Entries {
+		if e.Name == name {
 			return e
 		}
 	}
@@ -158,10 +158,10 @@ func TestZipHygiene(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		{"local name mismatch", mutate(func(b []byte) { b[pkl.lho+30+int64(len("archive/"))] = 'D' }), ErrCorrupt, "local header names"},
-		{"encrypted data.pkl", mutate(func(b []byte) { b[pkl.lho+6] |= 1 }), ErrUnsupported, "encrypted"},
-		{"encrypted storage", mutate(func(b []byte) { b[st.lho+6] |= 0x40 }), ErrUnsupported, "encrypted"},
-		{"storage CRC", mutate(func(b []byte) { b[st.dataOff] ^= 1 }), ErrCorrupt, "CRC-32"},
+		{"local name mismatch", mutate(func(b []byte) { b[pkl.HeaderOffset+30+int64(len("archive/"))] = 'D' }), ErrCorrupt, "local header names"},
+		{"encrypted data.pkl", mutate(func(b []byte) { b[pkl.HeaderOffset+6] |= 1 }), ErrUnsupported, "encrypted"},
+		{"encrypted storage", mutate(func(b []byte) { b[st.HeaderOffset+6] |= 0x40 }), ErrUnsupported, "encrypted"},
+		{"storage CRC", mutate(func(b []byte) { b[st.DataOffset] ^= 1 }), ErrCorrupt, "CRC-32"},
 		{"version 99", bytes.Replace(good, []byte("3\nPK\x07\x08"), []byte("9\nPK\x07\x08"), 1), ErrCorrupt, "CRC"},
 		{"truncated", good[:len(good)-30], ErrCorrupt, ""},
 	}
@@ -183,7 +183,7 @@ func TestZipHygiene(t *testing.T) {
 	}
 	// flip one byte of data.pkl (a memo index) and fix nothing: CRC must catch it
 	b := append([]byte(nil), good...)
-	i := bytes.Index(b[pkl.dataOff:], []byte("q\x01")) + int(pkl.dataOff)
+	i := bytes.Index(b[pkl.DataOffset:], []byte("q\x01")) + int(pkl.DataOffset)
 	b[i+1] = 0x09
 	if _, err := openBytes(t, b); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "CRC-32") {
 		t.Fatalf("data.pkl CRC: %v", err)

@@ -51,8 +51,8 @@ func zipMember(t testing.TB, data []byte, suffix string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range z.entries {
-		if len(e.name) >= len(suffix) && e.name[len(e.name)-len(suffix):] == suffix {
+	for _, e := range z.Entries {
+		if len(e.Name) >= len(suffix) && e.Name[len(e.Name)-len(suffix):] == suffix {
 			b, err := z.readSmall(e, 1<<30)
 			if err != nil {
 				t.Fatal(err)

@@ -25,16 +25,16 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	}
 	var pkls []decoded
 	var spent int64
-	for _, e := range z.entries {
-		if !isDataPkl(e.name) {
+	for _, e := range z.Entries {
+		if !isDataPkl(e.Name) {
 			continue
 		}
 		// Members that do not overlap hold at most size bytes together;
 		// more means many central entries point into the same bytes, and
 		// decoding each would cost (entries x pickle size).
-		if e.dataOff >= 0 {
-			if spent += e.csize; spent > size {
-				return nil, newError(ErrCorrupt, e.name, -1, "pickle records overlap (more bytes to decode than the %d-byte file holds)", size)
+		if e.DataOffset >= 0 {
+			if spent += e.CompressedSize; spent > size {
+				return nil, newError(ErrCorrupt, e.Name, -1, "pickle records overlap (more bytes to decode than the %d-byte file holds)", size)
 			}
 		}
 		d := decoded{e: e}
@@ -51,22 +51,22 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		return nil, newError(ErrCorrupt, "", -1, "zip archive has no <prefix>/data.pkl record (not a torch checkpoint)")
 	}
 	if len(pkls) > 1 {
-		return nil, newError(ErrCorrupt, pkls[1].e.name, -1, "more than one data.pkl record")
+		return nil, newError(ErrCorrupt, pkls[1].e.Name, -1, "more than one data.pkl record")
 	}
-	if want := prefix + "/data.pkl"; pkls[0].e.name != want {
-		return nil, newError(ErrCorrupt, pkls[0].e.name, -1, "pickle record is not spelled %q (torch would match it case-insensitively)", want)
+	if want := prefix + "/data.pkl"; pkls[0].e.Name != want {
+		return nil, newError(ErrCorrupt, pkls[0].e.Name, -1, "pickle record is not spelled %q (torch would match it case-insensitively)", want)
 	}
-	for _, e := range z.entries {
+	for _, e := range z.Entries {
 		// torch lists records through a 512-byte buffer (names cut at 511
 		// bytes), and jit.load then finds them without case: compare what
 		// either sees
-		name := e.name
+		name := e.Name
 		if len(name) > 511 {
 			name = name[:511]
 		}
 		rest := asciiLower(strings.TrimPrefix(name, prefix+"/"))
 		if rest == "constants.pkl" || strings.HasPrefix(rest, "code/") {
-			return nil, newError(ErrUnsupported, e.name, -1, "TorchScript archive (torch.jit.save); only torch.save checkpoints are supported")
+			return nil, newError(ErrUnsupported, e.Name, -1, "TorchScript archive (torch.jit.save); only torch.save checkpoints are supported")
 		}
 	}
 	version, err := zipVersion(z, prefix)
@@ -81,9 +81,9 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		switch string(b) { // torch compares the bytes exactly (b'little' / b'big')
 		case "little":
 		case "big":
-			return nil, newError(ErrUnsupported, e.name, -1, "big-endian checkpoint (byteorder record says \"big\"); only little-endian data is supported")
+			return nil, newError(ErrUnsupported, e.Name, -1, "big-endian checkpoint (byteorder record says \"big\"); only little-endian data is supported")
 		default:
-			return nil, newError(ErrCorrupt, e.name, -1, "byteorder record says %q", truncate(b))
+			return nil, newError(ErrCorrupt, e.Name, -1, "byteorder record says %q", truncate(b))
 		}
 	}
 	p := pkls[0]
@@ -98,20 +98,20 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		}
 		stores[ref] = s
 	}
-	c := &Checkpoint{Format: FormatZip, Prefix: prefix, Version: version, pickleEntry: p.e.name}
-	if err := c.build(p.root, stores, p.e.name, lim.forPickle(p.e.usize)); err != nil {
+	c := &Checkpoint{Format: FormatZip, Prefix: prefix, Version: version, pickleEntry: p.e.Name}
+	if err := c.build(p.root, stores, p.e.Name, lim.forPickle(p.e.Size)); err != nil {
 		return nil, err
 	}
-	known := map[string]bool{p.e.name: true}
+	known := map[string]bool{p.e.Name: true}
 	for _, rec := range []string{"version", ".data/version", "byteorder", ".data/serialization_id"} {
 		known[prefix+"/"+rec] = true
 	}
 	for _, ref := range p.storages {
 		known[prefix+"/data/"+ref.key] = true
 	}
-	for _, e := range z.entries {
-		if !known[e.name] && !strings.HasSuffix(e.name, "/") {
-			c.Unreferenced = append(c.Unreferenced, e.name)
+	for _, e := range z.Entries {
+		if !known[e.Name] && !strings.HasSuffix(e.Name, "/") {
+			c.Unreferenced = append(c.Unreferenced, e.Name)
 		}
 	}
 	return c, nil
@@ -130,31 +130,31 @@ func isDataPkl(name string) bool {
 func decodeZipPickle(z *zipArchive, e *zipEntry, lim *Limits) (any, map[string]*storageRef, error) {
 	ra, off, n, ok := z.pickleReader(e, lim.MaxPickleBytes)
 	if !ok {
-		return nil, nil, newError(ErrCorrupt, e.name, -1, "record cannot be read")
+		return nil, nil, newError(ErrCorrupt, e.Name, -1, "record cannot be read")
 	}
 	if n == 0 {
-		return nil, nil, newError(ErrCorrupt, e.name, -1, "data.pkl is empty")
+		return nil, nil, newError(ErrCorrupt, e.Name, -1, "data.pkl is empty")
 	}
 	if n > lim.MaxPickleBytes {
-		return nil, nil, newError(ErrLimit, e.name, -1, "data.pkl is %d bytes, over the %d-byte limit", n, lim.MaxPickleBytes)
+		return nil, nil, newError(ErrLimit, e.Name, -1, "data.pkl is %d bytes, over the %d-byte limit", n, lim.MaxPickleBytes)
 	}
-	src := newSource(ra, off, n, e.name)
-	src.hash = e.method == 0
-	m := newVM(src, lim, e.name, pidZip, nil, nil)
+	src := newSource(ra, off, n, e.Name)
+	src.hash = e.Method == 0
+	m := newVM(src, lim, e.Name, pidZip, nil, nil)
 	root, err := m.run()
 	if err != nil {
 		return nil, nil, err
 	}
 	if src.remaining() != 0 {
-		return nil, nil, newError(ErrCorrupt, e.name, src.pos, "%d bytes after the pickle's STOP", src.remaining())
+		return nil, nil, newError(ErrCorrupt, e.Name, src.pos, "%d bytes after the pickle's STOP", src.remaining())
 	}
 	if src.hash {
 		crc, err := src.finishCRC()
 		if err != nil {
 			return nil, nil, err
 		}
-		if crc != e.crc {
-			return nil, nil, newError(ErrCorrupt, e.name, -1, "CRC-32 mismatch (stored %08x, computed %08x)", e.crc, crc)
+		if crc != e.CRC32 {
+			return nil, nil, newError(ErrCorrupt, e.Name, -1, "CRC-32 mismatch (stored %08x, computed %08x)", e.CRC32, crc)
 		}
 	}
 	return root, m.storages, nil
@@ -179,7 +179,7 @@ func zipVersion(z *zipArchive, prefix string) (string, error) {
 		v, perr := strconv.Atoi(s)
 		// torch 1.13 writes 3 and reads up to 10; later versions stay in that range
 		if perr != nil || v < 1 || v > 10 {
-			return "", newError(ErrCorrupt, e.name, -1, "unsupported checkpoint format version %q (expected 1 to 10)", truncate(b))
+			return "", newError(ErrCorrupt, e.Name, -1, "unsupported checkpoint format version %q (expected 1 to 10)", truncate(b))
 		}
 		if !found {
 			version, found = s, true
@@ -212,12 +212,12 @@ func zipStorage(z *zipArchive, prefix string, ref *storageRef) (*Storage, error)
 	// torch writes exactly numel*itemsize bytes; a longer record hides bytes
 	// no tensor can reach, a shorter one is read past its end by some torch
 	// versions
-	if e.usize != ref.nbytes {
-		return nil, newError(ErrCorrupt, name, -1, "storage %q is %d bytes but its persistent id says %d (%d x %s)", ref.key, e.usize, ref.nbytes, ref.numel, ref.typ.name)
+	if e.Size != ref.nbytes {
+		return nil, newError(ErrCorrupt, name, -1, "storage %q is %d bytes but its persistent id says %d (%d x %s)", ref.key, e.Size, ref.nbytes, ref.numel, ref.typ.name)
 	}
 	return &Storage{
 		Key: ref.key, DType: ref.typ.dtype, ItemSize: ref.typ.itemSize, Numel: ref.numel, Location: ref.location,
-		sec: io.NewSectionReader(z.r, e.dataOff, ref.nbytes), entry: name,
-		r: z.r, recOff: e.dataOff, recLen: e.usize, crc: e.crc, hasCRC: true,
+		sec: io.NewSectionReader(z.r, e.DataOffset, ref.nbytes), entry: name,
+		r: z.r, recOff: e.DataOffset, recLen: e.Size, crc: e.CRC32, hasCRC: true,
 	}, nil
 }
