@@ -13,14 +13,26 @@ type acc struct {
 	min, max float64
 	zeros    int64
 	nf       NonFinite
+	// Exact extremes of I64 and U64 values, which float64 rounds (when
+	// exact is set).
+	exact      bool
+	imin, imax int64
+	umin, umax uint64
 }
 
-func newAcc() acc { return acc{min: math.Inf(1), max: math.Inf(-1)} }
+func newAcc() acc {
+	return acc{min: math.Inf(1), max: math.Inf(-1), imin: math.MaxInt64, imax: math.MinInt64, umin: math.MaxUint64}
+}
 
 // merge combines b into a (Chan, Golub and LeVeque's pairwise update).
 func (a *acc) merge(b acc) {
 	a.zeros += b.zeros
 	a.nf.Add(b.nf)
+	if b.exact {
+		a.imin, a.imax = min(a.imin, b.imin), max(a.imax, b.imax)
+		a.umin, a.umax = min(a.umin, b.umin), max(a.umax, b.umax)
+		a.exact = true
+	}
 	if b.n == 0 {
 		return
 	}

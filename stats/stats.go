@@ -2,9 +2,11 @@ package stats
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -29,10 +31,46 @@ type Stats struct {
 	// ±1.8e308) are summarised again scaled down, so Std is +Inf only if
 	// it exceeds float64's range itself.
 	Min, Max, Mean, Std float64
+	// IntMin and IntMax are Min and Max exactly, for the integer dtypes
+	// (BOOL, I8 to I64, U8 to U64) when Finite > 0: float64 rounds 64-bit
+	// integers beyond 2^53. For U64 they are the uint64 bits (use
+	// uint64(IntMin)); see [Stats.ExactMin].
+	IntMin, IntMax int64
 	// Finite counts the finite values, Zeros those equal to zero (either
 	// sign).
 	Finite, Zeros int64
 	NonFinite
+}
+
+// IsInteger reports whether the dtype's values are integers, so that
+// IntMin and IntMax hold the exact extremes.
+func (s Stats) IsInteger() bool { return isInteger(s.DType) }
+
+// ExactMin returns the exact minimum of an integer tensor in decimal
+// ("-9223372036854775808", "18446744073709551615"), and false for a
+// float tensor or one without values.
+func (s Stats) ExactMin() (string, bool) { return s.exact(s.IntMin) }
+
+// ExactMax is ExactMin for the maximum.
+func (s Stats) ExactMax() (string, bool) { return s.exact(s.IntMax) }
+
+func (s Stats) exact(v int64) (string, bool) {
+	if !s.IsInteger() || s.Finite == 0 {
+		return "", false
+	}
+	if s.DType == safetensors.U64 {
+		return strconv.FormatUint(uint64(v), 10), true
+	}
+	return strconv.FormatInt(v, 10), true
+}
+
+func isInteger(dt safetensors.DType) bool {
+	switch dt {
+	case safetensors.BOOL, safetensors.U8, safetensors.I8, safetensors.I16, safetensors.U16,
+		safetensors.I32, safetensors.U32, safetensors.I64, safetensors.U64:
+		return true
+	}
+	return false
 }
 
 // Tensor summarises one tensor; see [Compute].
@@ -221,6 +259,7 @@ func (bl *blocks) add(a *acc, dt safetensors.DType, b []byte) error {
 	if bl.scale != 0 {
 		return bl.addScaled(a, dt, b)
 	}
+	addExact(a, dt, b)
 	if v, ok := view[float32](dt == safetensors.F32, b); ok {
 		for len(v) > 0 {
 			n := min(block, len(v))
@@ -253,6 +292,26 @@ func (bl *blocks) add(a *acc, dt safetensors.DType, b []byte) error {
 		addBlock(a, v)
 		return nil
 	})
+}
+
+// addExact keeps the exact extremes of I64 and U64 values in a.
+func addExact(a *acc, dt safetensors.DType, b []byte) {
+	switch dt {
+	case safetensors.I64, safetensors.U64:
+		a.exact = true
+	}
+	switch dt {
+	case safetensors.I64:
+		for i := 0; i+8 <= len(b); i += 8 {
+			v := int64(binary.LittleEndian.Uint64(b[i:]))
+			a.imin, a.imax = min(a.imin, v), max(a.imax, v)
+		}
+	case safetensors.U64:
+		for i := 0; i+8 <= len(b); i += 8 {
+			v := binary.LittleEndian.Uint64(b[i:])
+			a.umin, a.umax = min(a.umin, v), max(a.umax, v)
+		}
+	}
 }
 
 // addScaled is add with every value multiplied by bl.scale first.
@@ -310,6 +369,14 @@ func finish(t *safetensors.Tensor, a acc) Stats {
 	if a.n > 0 {
 		s.Min, s.Max, s.Mean = a.min, a.max, a.mean
 		s.Std = math.Sqrt(a.m2 / float64(a.n))
+		switch {
+		case t.DType == safetensors.I64:
+			s.IntMin, s.IntMax = a.imin, a.imax
+		case t.DType == safetensors.U64:
+			s.IntMin, s.IntMax = int64(a.umin), int64(a.umax)
+		case isInteger(t.DType): // float64 holds these exactly
+			s.IntMin, s.IntMax = int64(a.min), int64(a.max)
+		}
 	}
 	return s
 }

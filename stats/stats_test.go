@@ -345,3 +345,31 @@ func TestEstimate(t *testing.T) {
 		t.Errorf("overflow not saturated: %+v", huge)
 	}
 }
+
+// TestExactIntegerExtremes: I64 and U64 extremes are kept exactly (float64
+// rounds MaxInt64 up to 2^63), across chunks and workers.
+func TestExactIntegerExtremes(t *testing.T) {
+	i64 := make([]int64, 10000)
+	u64 := make([]uint64, 10000)
+	for i := range i64 {
+		i64[i], u64[i] = int64(i), uint64(i)+5
+	}
+	i64[7777], i64[123] = math.MaxInt64, math.MinInt64+1
+	u64[9999] = math.MaxUint64 - 1
+	a, _ := safetensors.FromSlice("i", []int64{10000}, i64)
+	b, _ := safetensors.FromSlice("u", []int64{10000}, u64)
+	for _, tc := range []struct {
+		x      *safetensors.Tensor
+		lo, hi string
+	}{{a, "-9223372036854775807", "9223372036854775807"}, {b, "5", "18446744073709551614"}} {
+		s, err := stats.Tensor(context.Background(), tc.x, stats.WithChunkSize(64<<10), stats.WithWorkers(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, ok1 := s.ExactMin()
+		hi, ok2 := s.ExactMax()
+		if !ok1 || !ok2 || lo != tc.lo || hi != tc.hi {
+			t.Errorf("%s: exact %s %s, want %s %s", tc.x.Name, lo, hi, tc.lo, tc.hi)
+		}
+	}
+}

@@ -74,17 +74,17 @@ type diffJSON struct {
 }
 
 type diffTensorJSON struct {
-	Name      string   `json:"name"`
-	DTypeA    string   `json:"dtype_a"`
-	DTypeB    string   `json:"dtype_b"`
-	ShapeA    []int64  `json:"shape_a"`
-	ShapeB    []int64  `json:"shape_b"`
-	Compared  bool     `json:"compared"`
-	Identical bool     `json:"identical"`
-	Count     int64    `json:"count"`
-	Differing int64    `json:"differing"`
-	MaxAbs    *float64 `json:"max_abs"`
-	MaxRel    *float64 `json:"max_rel"`
+	Name      string     `json:"name"`
+	DTypeA    string     `json:"dtype_a"`
+	DTypeB    string     `json:"dtype_b"`
+	ShapeA    []int64    `json:"shape_a"`
+	ShapeB    []int64    `json:"shape_b"`
+	Compared  bool       `json:"compared"`
+	Identical bool       `json:"identical"`
+	Count     int64      `json:"count"`
+	Differing int64      `json:"differing"`
+	MaxAbs    jsonNumber `json:"max_abs"`
+	MaxRel    jsonNumber `json:"max_rel"`
 }
 
 func runDiff(cmd *cobra.Command, fileA, fileB string, fl diffFlags) error {
@@ -129,7 +129,7 @@ func runDiff(cmd *cobra.Command, fileA, fileB string, fl diffFlags) error {
 			}
 			out.Tensors = append(out.Tensors, diffTensorJSON{Name: t.Name, DTypeA: t.DTypeA.String(), DTypeB: t.DTypeB.String(),
 				ShapeA: t.ShapeA, ShapeB: t.ShapeB, Compared: t.Compared, Identical: t.Identical, Count: t.Count,
-				Differing: t.Differing, MaxAbs: num(t.MaxAbs), MaxRel: num(t.MaxRel)})
+				Differing: t.Differing, MaxAbs: floatJSON(t.MaxAbs), MaxRel: floatJSON(t.MaxRel)})
 		}
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)

@@ -39,7 +39,7 @@ func TestDiffCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &j); err != nil {
 		t.Fatal(err, out)
 	}
-	if code != 1 || j.Equal || len(j.Tensors) != 1 || j.Tensors[0].Differing != 0 || *j.Tensors[0].MaxAbs != 0.5 || j.Identical != 1 {
+	if code != 1 || j.Equal || len(j.Tensors) != 1 || j.Tensors[0].Differing != 0 || j.Tensors[0].MaxAbs.Float() != 0.5 || j.Identical != 1 {
 		t.Errorf("json: exit %d %+v", code, j)
 	}
 	// Only w differs, within epsilon: equal once the name sets match.

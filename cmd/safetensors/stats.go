@@ -7,7 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"text/tabwriter"
+	"strings"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/stats"
@@ -49,34 +49,95 @@ not be read or a name is not in it.`,
 	return cmd
 }
 
-// statsJSON is one element of stats --json:
+// statsJSON is one element of stats --json (docs/json-stats.md):
 //
 //	{"name": string, "dtype": string, "shape": [int], "count": int,
-//	 "decoded": bool, "min", "max", "mean", "std": number or null (no finite value, or not decoded),
+//	 "decoded": bool, "min", "max", "mean", "std": number, "inf", "-inf" or
+//	 null (no finite value, or not decoded),
 //	 "finite": int, "zeros": int, "nan": int, "pos_inf": int, "neg_inf": int}
+//
+// min and max of an integer tensor are its exact extremes, as integers.
 type statsJSON struct {
-	Name    string   `json:"name"`
-	DType   string   `json:"dtype"`
-	Shape   []int64  `json:"shape"`
-	Count   int64    `json:"count"`
-	Decoded bool     `json:"decoded"`
-	Min     *float64 `json:"min"`
-	Max     *float64 `json:"max"`
-	Mean    *float64 `json:"mean"`
-	Std     *float64 `json:"std"`
-	Finite  int64    `json:"finite"`
-	Zeros   int64    `json:"zeros"`
-	NaN     int64    `json:"nan"`
-	PosInf  int64    `json:"pos_inf"`
-	NegInf  int64    `json:"neg_inf"`
+	Name    string     `json:"name"`
+	DType   string     `json:"dtype"`
+	Shape   []int64    `json:"shape"`
+	Count   int64      `json:"count"`
+	Decoded bool       `json:"decoded"`
+	Min     jsonNumber `json:"min"`
+	Max     jsonNumber `json:"max"`
+	Mean    jsonNumber `json:"mean"`
+	Std     jsonNumber `json:"std"`
+	Finite  int64      `json:"finite"`
+	Zeros   int64      `json:"zeros"`
+	NaN     int64      `json:"nan"`
+	PosInf  int64      `json:"pos_inf"`
+	NegInf  int64      `json:"neg_inf"`
 }
 
-// num is v for JSON: null when it is not a finite number.
-func num(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+// jsonNumber is a number as it goes into JSON output, exactly: a number
+// literal, one of the strings "inf", "-inf" and "nan" (JSON has no
+// infinity; Python's float() and Go's strconv.ParseFloat read them back),
+// or null ("") for a value that is not defined.
+type jsonNumber string
+
+// MarshalJSON writes the literal, or null.
+func (n jsonNumber) MarshalJSON() ([]byte, error) {
+	if n == "" {
+		return []byte("null"), nil
+	}
+	return []byte(n), nil
+}
+
+// UnmarshalJSON keeps the literal as it is (tests read the output back).
+func (n *jsonNumber) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = ""
 		return nil
 	}
-	return &v
+	*n = jsonNumber(b)
+	return nil
+}
+
+// Float returns the value (NaN for null).
+func (n jsonNumber) Float() float64 {
+	v, err := strconv.ParseFloat(strings.Trim(string(n), `"`), 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+// floatJSON is v for JSON: the shortest decimal that reads back as v;
+// "inf" or "-inf" for an infinity; null for NaN, which the libraries use
+// for "not defined".
+func floatJSON(v float64) jsonNumber {
+	switch {
+	case math.IsNaN(v):
+		return ""
+	case math.IsInf(v, 1):
+		return `"inf"`
+	case math.IsInf(v, -1):
+		return `"-inf"`
+	}
+	b, _ := json.Marshal(v)
+	return jsonNumber(b)
+}
+
+// intJSON is an exact integer for JSON.
+func intJSON(s string, ok bool) jsonNumber {
+	if !ok {
+		return ""
+	}
+	return jsonNumber(s)
+}
+
+// minMax returns the minimum and maximum of s for output: exact for an
+// integer tensor.
+func minMax(s stats.Stats) (jsonNumber, jsonNumber) {
+	if s.IsInteger() {
+		return intJSON(s.ExactMin()), intJSON(s.ExactMax())
+	}
+	return floatJSON(s.Min), floatJSON(s.Max)
 }
 
 func runStats(cmd *cobra.Command, file string, names []string, asJSON bool) error {
@@ -87,7 +148,11 @@ func runStats(cmd *cobra.Command, file string, names []string, asJSON bool) erro
 	defer src.Close()
 	for _, n := range names {
 		if _, ok := src.Info(n); !ok {
-			return usageError("%s: no tensor named %s", file, display(n))
+			msg := fmt.Sprintf("%s: no tensor named %s", file, display(n))
+			if s := suggestNames(src.Names(), n); len(s) > 0 {
+				msg += "\n  did you mean: " + strings.Join(s, ", ")
+			}
+			return usageError("%s", msg)
 		}
 	}
 	var total int64
@@ -113,8 +178,9 @@ func runStats(cmd *cobra.Command, file string, names []string, asJSON bool) erro
 	if asJSON {
 		out := make([]statsJSON, len(res))
 		for i, s := range res {
+			lo, hi := minMax(s)
 			out[i] = statsJSON{Name: s.Name, DType: s.DType.String(), Shape: s.Shape, Count: s.Count, Decoded: s.Decoded,
-				Min: num(s.Min), Max: num(s.Max), Mean: num(s.Mean), Std: num(s.Std),
+				Min: lo, Max: hi, Mean: floatJSON(s.Mean), Std: floatJSON(s.Std),
 				Finite: s.Finite, Zeros: s.Zeros, NaN: s.NaN, PosInf: s.PosInf, NegInf: s.NegInf}
 		}
 		enc := json.NewEncoder(w)
@@ -136,17 +202,27 @@ func fmtStat(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
+// fmtExtreme writes a minimum or maximum: exact for an integer tensor.
+func fmtExtreme(s stats.Stats, exact func() (string, bool), v float64) string {
+	if e, ok := exact(); ok {
+		return e
+	}
+	return fmtStat(v)
+}
+
 func printStats(w io.Writer, res []stats.Stats) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "name\tdtype\tshape\tmin\tmax\tmean\tstd\tzeros\tNaN\t+Inf\t-Inf\t")
+	rows := [][]string{{"name", "dtype", "shape", "min", "max", "mean", "std", "zeros", "NaN", "+Inf", "-Inf"}}
+	right := []bool{false, false, false, true, true, true, true, true, true, true, true}
 	var nan, inf int64
 	for _, s := range res {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", display(truncate(s.Name, 60)), s.DType, formatShape(s.Shape),
-			fmtStat(s.Min), fmtStat(s.Max), fmtStat(s.Mean), fmtStat(s.Std),
-			groupDigits(s.Zeros), groupDigits(s.NaN), groupDigits(s.PosInf), groupDigits(s.NegInf))
+		rows = append(rows, []string{display(truncate(s.Name, 60)), s.DType.String(), formatShape(s.Shape),
+			fmtExtreme(s, s.ExactMin, s.Min), fmtExtreme(s, s.ExactMax, s.Max), fmtStat(s.Mean), fmtStat(s.Std),
+			groupDigits(s.Zeros), groupDigits(s.NaN), groupDigits(s.PosInf), groupDigits(s.NegInf)})
 		nan += s.NaN
 		inf += s.Inf()
 	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d tensors; %s NaN, %s infinite values\n", len(res), groupDigits(nan), groupDigits(inf))
+	var b strings.Builder
+	writeColumns(&b, "", rows, right)
+	io.WriteString(w, b.String())
+	fmt.Fprintf(w, "%s; %s NaN, %s infinite values\n", plural(int64(len(res)), "tensor"), groupDigits(nan), groupDigits(inf))
 }

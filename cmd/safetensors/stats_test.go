@@ -56,18 +56,18 @@ func TestStatsCommand(t *testing.T) {
 	}
 	// Finite values of w: 1 2 3 4 0 -> mean 2, population std sqrt(2).
 	w := byName["w"]
-	if *w.Min != 0 || *w.Max != 4 || *w.Mean != 2 || math.Abs(*w.Std-math.Sqrt2) > 1e-15 || w.NaN != 1 || w.NegInf != 1 || w.Zeros != 1 || w.Finite != 5 {
+	if w.Min.Float() != 0 || w.Max.Float() != 4 || w.Mean.Float() != 2 || math.Abs(w.Std.Float()-math.Sqrt2) > 1e-15 || w.NaN != 1 || w.NegInf != 1 || w.Zeros != 1 || w.Finite != 5 {
 		t.Errorf("w: %+v", w)
 	}
-	if ids := byName["ids"]; *ids.Mean != 0 || *ids.Min != -5 || *ids.Max != 5 {
+	if ids := byName["ids"]; ids.Mean.Float() != 0 || ids.Min.Float() != -5 || ids.Max.Float() != 5 {
 		t.Errorf("ids: %+v", ids)
 	}
 	// F8_E4M3: 0x7F and 0xFF are NaN, 0x38 is 1.
-	if f8 := byName["f8"]; f8.NaN != 2 || *f8.Min != 1 || f8.Finite != 1 {
+	if f8 := byName["f8"]; f8.NaN != 2 || f8.Min.Float() != 1 || f8.Finite != 1 {
 		t.Errorf("f8: %+v", f8)
 	}
 	code, out, _ = runCLI(t, "stats", p, "w")
-	if code != 0 || !strings.Contains(out, "1 tensors; 1 NaN, 1 infinite values") || strings.Contains(out, "ids") {
+	if code != 0 || !strings.Contains(out, "1 tensor; 1 NaN, 1 infinite values") || strings.Contains(out, "ids") {
 		t.Errorf("table: exit %d\n%s", code, out)
 	}
 	if code, _, errOut := runCLI(t, "stats", p, "nosuch"); code != 2 || !strings.Contains(errOut, "no tensor named nosuch") {
@@ -140,11 +140,72 @@ func TestStatsAndDiffOnCheckpoint(t *testing.T) {
 		if s.Name == "f32" && (s.NaN != 1 || s.PosInf != 1 || s.NegInf != 1 || s.Zeros != 2) {
 			t.Errorf("f32: %+v", s)
 		}
-		if s.Name == "f64" && s.Std == nil {
+		if s.Name == "f64" && s.Std == "" {
 			t.Errorf("f64 std overflowed: %+v", s)
 		}
 	}
 	if code, out, errOut := runCLI(t, "diff", torchDir+"dtypes.pt", torchDir+"dtypes.safetensors", "--ignore-metadata"); code != 0 {
 		t.Errorf("diff checkpoint conversion: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestStatsExactIntegers: the extremes of I64 and U64 tensors are printed
+// exactly, in the table and as JSON numbers that parse back to the same
+// integers (not rounded through float64: 9223372036854775807 is not
+// 9223372036854775808).
+func TestStatsExactIntegers(t *testing.T) {
+	must := mustTensor(t)
+	p := writeTestModel(t, "ints.safetensors", nil,
+		must(safetensors.FromSlice("i64", []int64{3}, []int64{math.MinInt64, math.MaxInt64, 1})),
+		must(safetensors.FromSlice("u64", []int64{3}, []uint64{math.MaxUint64, 1<<63 + 1, 2})),
+		must(safetensors.FromSlice("big", []int64{2}, []float64{-math.MaxFloat64, math.MaxFloat64})),
+	)
+	code, out, errOut := runCLI(t, "stats", p, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.UseNumber()
+	var got []map[string]any
+	if err := dec.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"i64": {"-9223372036854775808", "9223372036854775807"},
+		"u64": {"2", "18446744073709551615"},
+	}
+	for _, s := range got {
+		name := s["name"].(string)
+		if w, ok := want[name]; ok {
+			lo, _ := s["min"].(json.Number)
+			hi, _ := s["max"].(json.Number)
+			if string(lo) != w[0] || string(hi) != w[1] {
+				t.Errorf("%s: min %v max %v, want %s %s", name, s["min"], s["max"], w[0], w[1])
+			}
+		}
+	}
+	_, table, _ := runCLI(t, "stats", p)
+	for _, w := range []string{"-9223372036854775808", "9223372036854775807", "18446744073709551615"} {
+		if !strings.Contains(table, w) {
+			t.Errorf("table lacks %s:\n%s", w, table)
+		}
+	}
+}
+
+// TestStatsTable: no line of the table ends in spaces; a misspelt name
+// gets suggestions.
+func TestStatsTable(t *testing.T) {
+	code, out, errOut := runCLI(t, "stats", torchDir+"tiny_transformer.safetensors")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for i, line := range strings.Split(out, "\n") {
+		if strings.TrimRight(line, " ") != line {
+			t.Errorf("line %d ends in spaces: %q", i+1, line)
+		}
+	}
+	code, _, errOut = runCLI(t, "stats", torchDir+"tiny_transformer.safetensors", "lm_haed.weight")
+	if code != 2 || !strings.Contains(errOut, "did you mean: lm_head.weight") {
+		t.Errorf("misspelt name: exit %d, %q", code, errOut)
 	}
 }
