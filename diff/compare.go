@@ -2,11 +2,14 @@ package diff
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -25,43 +28,73 @@ func Compare(ctx context.Context, a, b safetensors.Source, opts ...Option) (*Res
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Meta: compareMeta(a.Meta(), b.Meta())}
+	metaA, metaB := a.Meta(), b.Meta()
+	res := &Result{Meta: compareMeta(metaA, metaB)}
 	namesA, namesB := a.Names(), b.Names()
 	inB := make(map[string]bool, len(namesB))
 	for _, n := range namesB {
 		inB[n] = true
 	}
 	inA := make(map[string]bool, len(namesA))
-	var pairs []*pair
 	for _, n := range namesA {
 		inA[n] = true
-		if !inB[n] {
-			res.OnlyA = append(res.OnlyA, n)
-			continue
+	}
+	both := func(n, na, nb string) {
+		ia, _ := a.Info(na)
+		ib, _ := b.Info(nb)
+		t := Tensor{Name: n, DTypeA: ia.DType, DTypeB: ib.DType,
+			ShapeA: append([]int64{}, ia.Shape...), ShapeB: append([]int64{}, ib.Shape...)}
+		if na != n {
+			t.AliasA = na
 		}
-		ia, _ := a.Info(n)
-		ib, _ := b.Info(n)
-		res.Tensors = append(res.Tensors, Tensor{Name: n, DTypeA: ia.DType, DTypeB: ib.DType,
-			ShapeA: append([]int64{}, ia.Shape...), ShapeB: append([]int64{}, ib.Shape...)})
+		if nb != n {
+			t.AliasB = nb
+		}
+		res.Tensors = append(res.Tensors, t)
+	}
+	// A name one side lacks may be a tied weight its converter removed and
+	// recorded in __metadata__ as removed -> kept: compare it with the kept
+	// tensor, and drop that metadata entry from the differences.
+	alias := func(meta map[string]string, has map[string]bool, n string) (string, bool) {
+		k, ok := meta[n]
+		return k, ok && k != n && has[k]
+	}
+	for _, n := range namesA {
+		if inB[n] {
+			both(n, n, n)
+		} else if k, ok := alias(metaB, inB, n); ok {
+			both(n, n, k)
+			delete(res.Meta.OnlyB, n)
+		} else {
+			res.OnlyA = append(res.OnlyA, n)
+		}
 	}
 	for _, n := range namesB {
-		if !inA[n] {
+		if inA[n] {
+			continue
+		}
+		if k, ok := alias(metaA, inA, n); ok {
+			both(n, k, n)
+			delete(res.Meta.OnlyA, n)
+		} else {
 			res.OnlyB = append(res.OnlyB, n)
 		}
 	}
+	slices.SortFunc(res.Tensors, func(x, y Tensor) int { return strings.Compare(x.Name, y.Name) })
 	if o.namesOnly {
 		return res, nil
 	}
+	var pairs []*pair
 	for i := range res.Tensors {
 		t := &res.Tensors[i]
 		if t.ShapeDiffers() || !comparable(t.DTypeA, t.DTypeB) {
 			continue
 		}
-		ta, err := a.Tensor(t.Name)
+		ta, err := a.Tensor(cmp.Or(t.AliasA, t.Name))
 		if err != nil {
 			return nil, err
 		}
-		tb, err := b.Tensor(t.Name)
+		tb, err := b.Tensor(cmp.Or(t.AliasB, t.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -108,6 +141,7 @@ type pair struct {
 	differing int64
 	maxAbs    float64
 	maxRel    float64
+	maxAbsInt uint64
 }
 
 // job is one chunk: bytes [a0, a1) of A against [b0, b1) of B.
@@ -189,10 +223,15 @@ func run(ctx context.Context, pairs []*pair, o options) error {
 		t := p.t
 		t.Compared, t.Identical = true, p.identical
 		t.Count, t.Differing, t.MaxAbs, t.MaxRel = p.count, p.differing, p.maxAbs, p.maxRel
-		if t.DTypeA == safetensors.C64 {
-			t.Count = 2 * p.a.NumElements()
-		} else if !safetensors.CanDecode(t.DTypeA) {
+		if t.DTypeA == safetensors.C64 || !safetensors.CanDecode(t.DTypeA) {
 			t.Count = p.a.NumElements()
+		}
+		if t.DTypeA == t.DTypeB && isInteger(t.DTypeA) {
+			t.Integer = true
+			t.MaxAbsInt = p.maxAbsInt
+			if t.DTypeA != safetensors.I64 && t.DTypeA != safetensors.U64 {
+				t.MaxAbsInt = uint64(p.maxAbs) // exact in float64
+			}
 		}
 	}
 	return nil
@@ -221,6 +260,7 @@ type chunkResult struct {
 	identical        bool
 	count, differing int64
 	maxAbs, maxRel   float64
+	maxAbsInt        uint64 // I64 and U64: maxAbs exactly
 }
 
 func (w *worker) do(j job) error {
@@ -249,10 +289,9 @@ func (w *worker) do(j job) error {
 	case dtA == dtB && (dtA == safetensors.I64 || dtA == safetensors.U64):
 		// Beyond 2^53 float64 would hide differences: compare exactly.
 		compareInt64(&r, ba, bb, dtA == safetensors.I64, w.eps)
+	case dtA == safetensors.C64: // (the same dtype: C64 compares with nothing else)
+		compareComplex(&r, ba, bb, w.eps)
 	default:
-		if dtA == safetensors.C64 { // same dtype: compare the float32 parts
-			dtA, dtB = safetensors.F32, safetensors.F32
-		}
 		if err := w.values(&r, ba, bb, dtA, dtB); err != nil {
 			return err
 		}
@@ -263,6 +302,7 @@ func (w *worker) do(j job) error {
 	p.differing += r.differing
 	p.maxAbs = max(p.maxAbs, r.maxAbs)
 	p.maxRel = max(p.maxRel, r.maxRel)
+	p.maxAbsInt = max(p.maxAbsInt, r.maxAbsInt)
 	p.mu.Unlock()
 	return nil
 }
@@ -495,6 +535,7 @@ func compareInt64(r *chunkResult, ba, bb []byte, signed bool, eps float64) {
 			ax, ay = float64(x), float64(y)
 		}
 		fd := float64(d)
+		r.maxAbsInt = max(r.maxAbsInt, d)
 		r.maxAbs = max(r.maxAbs, fd)
 		r.maxRel = max(r.maxRel, fd/max(ax, ay))
 		if fd > eps {
@@ -502,4 +543,57 @@ func compareInt64(r *chunkResult, ba, bb []byte, signed bool, eps float64) {
 		}
 	}
 	r.count += int64(n)
+}
+
+// compareComplex compares C64 elements (float32 real, float32 imaginary)
+// as complex numbers: d = |a-b| is the modulus of the difference, each part
+// equal on both sides contributing 0 (so equal infinities do not make NaN);
+// an element with a NaN part on exactly one side differs; MaxRel divides
+// by max(|a|, |b|).
+func compareComplex(r *chunkResult, ba, bb []byte, eps float64) {
+	n := len(ba) / 8
+	part := func(b []byte, i int) float64 {
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+	}
+	for i := range n {
+		ar, ai, br, bi := part(ba, 2*i), part(ba, 2*i+1), part(bb, 2*i), part(bb, 2*i+1)
+		if ar == br && ai == bi {
+			continue
+		}
+		nanA, nanB := ar != ar || ai != ai, br != br || bi != bi
+		if nanA || nanB {
+			if nanA != nanB {
+				r.differing++
+			}
+			continue
+		}
+		var dr, di float64
+		if ar != br {
+			dr = ar - br
+		}
+		if ai != bi {
+			di = ai - bi
+		}
+		d := math.Hypot(dr, di)
+		r.maxAbs = max(r.maxAbs, d)
+		if m := max(math.Hypot(ar, ai), math.Hypot(br, bi)); math.IsInf(d, 1) {
+			r.maxRel = math.Inf(1)
+		} else {
+			r.maxRel = max(r.maxRel, d/m)
+		}
+		if d > eps {
+			r.differing++
+		}
+	}
+	r.count += int64(n)
+}
+
+// isInteger reports whether dt's values are integers.
+func isInteger(dt safetensors.DType) bool {
+	switch dt {
+	case safetensors.BOOL, safetensors.U8, safetensors.I8, safetensors.I16, safetensors.U16,
+		safetensors.I32, safetensors.U32, safetensors.I64, safetensors.U64:
+		return true
+	}
+	return false
 }

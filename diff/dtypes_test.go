@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/cmplx"
 	"math/big"
 	"math/rand/v2"
 	"os"
@@ -104,10 +105,41 @@ func want(t *testing.T, dta, dtb safetensors.DType, a, b []byte, eps float64) di
 				w.Differing++
 			}
 		}
-	default:
-		if dta == safetensors.C64 { // the float32 parts
-			dta, dtb, w.Count = safetensors.F32, safetensors.F32, 2*n
+	case dta == safetensors.C64: // complex elements, as numpy compares them
+		va, vb := make([]float64, 2*n), make([]float64, 2*n)
+		safetensors.DecodeFloat64(va, a, safetensors.F32)
+		safetensors.DecodeFloat64(vb, b, safetensors.F32)
+		nan := func(z complex128) bool { return real(z) != real(z) || imag(z) != imag(z) }
+		for i := range n {
+			x, y := complex(va[2*i], va[2*i+1]), complex(vb[2*i], vb[2*i+1])
+			if x == y {
+				continue
+			}
+			if nan(x) || nan(y) {
+				if nan(x) != nan(y) {
+					w.Differing++
+				}
+				continue
+			}
+			var dz complex128 // a part equal on both sides contributes 0
+			if real(x) != real(y) {
+				dz += complex(real(x)-real(y), 0)
+			}
+			if imag(x) != imag(y) {
+				dz += complex(0, imag(x)-imag(y))
+			}
+			d := cmplx.Abs(dz)
+			w.MaxAbs = max(w.MaxAbs, d)
+			if math.IsInf(d, 1) {
+				w.MaxRel = math.Inf(1)
+			} else {
+				w.MaxRel = max(w.MaxRel, d/max(cmplx.Abs(x), cmplx.Abs(y)))
+			}
+			if d > eps {
+				w.Differing++
+			}
 		}
+	default:
 		va, vb := make([]float64, w.Count), make([]float64, w.Count)
 		if err := safetensors.DecodeFloat64(va, a, dta); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,11 @@ type Result struct {
 
 // Tensor compares one tensor present in both sources.
 type Tensor struct {
-	Name           string
+	Name string
+	// AliasA (AliasB) is set when Name is not a tensor of A (B) but a tied
+	// weight its converter removed, recorded in __metadata__ as
+	// Name -> AliasA: A's side is then the tensor AliasA.
+	AliasA, AliasB string
 	DTypeA, DTypeB safetensors.DType
 	ShapeA, ShapeB []int64
 	// Compared is true when the values were compared: same shape, data
@@ -25,19 +29,29 @@ type Tensor struct {
 	// Identical is true when dtypes, shapes and every byte are equal.
 	Identical bool
 	// Count is the number of elements compared; Differing how many differ
-	// by more than the epsilon, or where exactly one side is NaN. For
-	// C64, values are compared part by part (Count is twice the
-	// elements); for F6_E2M3 and F6_E3M2, which cannot be decoded,
-	// Differing counts differing bytes.
+	// by more than the epsilon, or where exactly one side is NaN. C64
+	// elements are compared as complex numbers, as numpy does: |a-b| is
+	// the modulus of the complex difference (a part equal on both sides,
+	// infinities included, contributes 0), NaN if either part is. For
+	// F6_E2M3 and F6_E3M2, which cannot be decoded, Differing counts
+	// differing bytes.
 	Count, Differing int64
 	// MaxAbs is the largest |a-b| and MaxRel the largest
 	// |a-b| / max(|a|, |b|) over elements where neither side is NaN (+Inf
 	// where one side is infinite and the other not).
 	MaxAbs, MaxRel float64
+	// Integer is true when both sides have the same integer dtype: then
+	// MaxAbsInt is MaxAbs exactly (float64 rounds differences of 64-bit
+	// integers beyond 2^53).
+	Integer   bool
+	MaxAbsInt uint64
 }
 
 // DTypeDiffers reports whether the two sides have different dtypes.
 func (t *Tensor) DTypeDiffers() bool { return t.DTypeA != t.DTypeB }
+
+// IsAlias reports whether either side was found through a tied-weight alias.
+func (t *Tensor) IsAlias() bool { return t.AliasA != "" || t.AliasB != "" }
 
 // ShapeDiffers reports whether the two sides have different shapes.
 func (t *Tensor) ShapeDiffers() bool { return !slices.Equal(t.ShapeA, t.ShapeB) }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/diff"
@@ -57,9 +59,10 @@ read or is not valid.`,
 //	{"a": string, "b": string, "equal": bool,
 //	 "only_a": [string], "only_b": [string],
 //	 "tensors": [  only those that are not identical
-//	   {"name": string, "dtype_a", "dtype_b": string, "shape_a", "shape_b": [int],
+//	   {"name": string, "alias_a", "alias_b": string (when set),
+//	    "dtype_a", "dtype_b": string, "shape_a", "shape_b": [int],
 //	    "compared": bool, "identical": bool, "count": int, "differing": int,
-//	    "max_abs": number or null (infinite), "max_rel": number or null}],
+//	    "max_abs": number, exact for integer tensors, or "inf", "max_rel": number or "inf"}],
 //	 "identical": int  tensors identical byte for byte,
 //	 "metadata": {"only_a": {k: v}, "only_b": {k: v}, "changed": {k: [a, b]}}}
 type diffJSON struct {
@@ -75,6 +78,8 @@ type diffJSON struct {
 
 type diffTensorJSON struct {
 	Name      string     `json:"name"`
+	AliasA    string     `json:"alias_a,omitempty"`
+	AliasB    string     `json:"alias_b,omitempty"`
 	DTypeA    string     `json:"dtype_a"`
 	DTypeB    string     `json:"dtype_b"`
 	ShapeA    []int64    `json:"shape_a"`
@@ -127,9 +132,13 @@ func runDiff(cmd *cobra.Command, fileA, fileB string, fl diffFlags) error {
 				out.Identical++
 				continue
 			}
-			out.Tensors = append(out.Tensors, diffTensorJSON{Name: t.Name, DTypeA: t.DTypeA.String(), DTypeB: t.DTypeB.String(),
+			maxAbs := floatJSON(t.MaxAbs)
+			if t.Integer {
+				maxAbs = jsonNumber(strconv.FormatUint(t.MaxAbsInt, 10))
+			}
+			out.Tensors = append(out.Tensors, diffTensorJSON{Name: t.Name, AliasA: t.AliasA, AliasB: t.AliasB, DTypeA: t.DTypeA.String(), DTypeB: t.DTypeB.String(),
 				ShapeA: t.ShapeA, ShapeB: t.ShapeB, Compared: t.Compared, Identical: t.Identical, Count: t.Count,
-				Differing: t.Differing, MaxAbs: floatJSON(t.MaxAbs), MaxRel: floatJSON(t.MaxRel)})
+				Differing: t.Differing, MaxAbs: maxAbs, MaxRel: floatJSON(t.MaxRel)})
 		}
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
@@ -174,28 +183,40 @@ func printDiff(w io.Writer, r *diff.Result, fl diffFlags) {
 	for _, t := range r.Tensors {
 		name := display(t.Name)
 		switch {
+		case t.AliasA != "":
+			fmt.Fprintf(w, "tied weight: %s is stored as %s in A (its __metadata__ records %s: %s)\n", name, display(t.AliasA), name, display(t.AliasA))
+		case t.AliasB != "":
+			fmt.Fprintf(w, "tied weight: %s is stored as %s in B (its __metadata__ records %s: %s)\n", name, display(t.AliasB), name, display(t.AliasB))
+		}
+		switch {
 		case t.ShapeDiffers():
 			fmt.Fprintf(w, "shape differs: %s %s %s -> %s %s\n", name, t.DTypeA, formatShape(t.ShapeA), t.DTypeB, formatShape(t.ShapeB))
 			different++
-			continue
-		case t.DTypeDiffers():
-			fmt.Fprintf(w, "dtype differs: %s %s -> %s\n", name, t.DTypeA, t.DTypeB)
-		}
-		switch {
 		case t.Identical:
 			identical++
-		case !t.Compared:
-			if t.DTypeDiffers() {
-				different++
-			}
-		case t.Differing > 0 || t.DTypeDiffers():
+		case t.DTypeDiffers() && !t.Compared:
+			fmt.Fprintf(w, "dtype differs: %s %s -> %s (values not comparable)\n", name, t.DTypeA, t.DTypeB)
 			different++
-			fmt.Fprintf(w, "values differ: %s: %s of %s elements, max abs diff %s, max rel diff %s\n", name,
-				groupDigits(t.Differing), groupDigits(t.Count), fmtDiff(t.MaxAbs), fmtDiff(t.MaxRel))
+		case t.DTypeDiffers() && t.Count == 0:
+			fmt.Fprintf(w, "dtype differs: %s %s -> %s (empty tensor: no values to compare)\n", name, t.DTypeA, t.DTypeB)
+			different++
+		case t.DTypeDiffers() && t.Differing == 0:
+			fmt.Fprintf(w, "dtype differs: %s %s -> %s; the values are equal (%s, max abs diff %s)\n", name, t.DTypeA, t.DTypeB,
+				plural(t.Count, "element"), fmtMaxAbs(t))
+			different++
+		case !t.Compared:
+		case t.Differing > 0:
+			different++
+			prefix := ""
+			if t.DTypeDiffers() {
+				prefix = fmt.Sprintf("dtype %s -> %s, ", t.DTypeA, t.DTypeB)
+			}
+			fmt.Fprintf(w, "values differ: %s: %s%s of %s elements, max abs diff %s, max rel diff %s\n", name, prefix,
+				groupDigits(t.Differing), groupDigits(t.Count), fmtMaxAbs(t), fmtDiff(t.MaxRel))
 		default:
 			within++
 			if fl.epsilon > 0 {
-				fmt.Fprintf(w, "within epsilon: %s: max abs diff %s\n", name, fmtDiff(t.MaxAbs))
+				fmt.Fprintf(w, "within epsilon: %s: max abs diff %s\n", name, fmtMaxAbs(t))
 			}
 		}
 	}
@@ -218,6 +239,31 @@ func printDiff(w io.Writer, r *diff.Result, fl diffFlags) {
 }
 
 func fmtDiff(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// fmtMaxAbs writes a tensor's largest absolute difference: exact for
+// integer tensors.
+func fmtMaxAbs(t diff.Tensor) string {
+	if t.Integer {
+		return groupDigits64(t.MaxAbsInt)
+	}
+	return fmtDiff(t.MaxAbs)
+}
+
+// groupDigits64 is groupDigits for a uint64.
+func groupDigits64(n uint64) string {
+	if n <= math.MaxInt64 {
+		return groupDigits(int64(n))
+	}
+	s := strconv.FormatUint(n, 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
