@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/sharded"
 	"github.com/gosafetensors/safetensors/torch"
 )
@@ -62,7 +61,6 @@ type indexJob struct {
 	in, out string
 	src     *sharded.Index // the checkpoint's index
 	shards  []string       // checkpoint base names, sorted
-	wmap    map[string]string
 }
 
 // Dir converts the checkpoints in the directory in to safetensors files in
@@ -242,55 +240,17 @@ func readIndex(path string) (*indexJob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
-	return &indexJob{in: path, src: idx, wmap: idx.WeightMap, shards: idx.Shards()}, nil
+	return &indexJob{in: path, src: idx, shards: idx.Shards()}, nil
 }
 
 // write writes the safetensors index for the converted shards.
 func (ij *indexJob) write(byShard map[string]*Report) (warnings []string, err error) {
-	wmap := map[string]string{}
-	for _, shard := range ij.shards {
-		r := byShard[shard]
-		if r == nil {
-			return nil, fmt.Errorf("%s: shard %s was not converted", ij.in, shard)
-		}
-		newName := filepath.Base(r.Output)
-		for _, t := range r.Tensors {
-			wmap[t.Name] = newName
-		}
-		removed := map[string]bool{}
-		for _, a := range r.Removed {
-			removed[a.Name] = true
-		}
-		for _, t := range r.Tensors {
-			if old, ok := ij.wmap[t.Name]; !ok {
-				warnings = append(warnings, fmt.Sprintf("%s: tensor %q in %s is not in the index; added", ij.in, t.Name, shard))
-			} else if old != shard {
-				warnings = append(warnings, fmt.Sprintf("%s: tensor %q is in %s, the index says %s; indexed where it is", ij.in, t.Name, shard, old))
-			}
-		}
-		for name, s := range ij.wmap {
-			if s != shard || removed[name] {
-				continue
-			}
-			if _, ok := wmap[name]; !ok {
-				warnings = append(warnings, fmt.Sprintf("%s: tensor %q is not in %s; left out of the new index", ij.in, name, shard))
-			}
-		}
+	x, warnings, err := IndexFor(ij.src, byShard, func(shard string) string { return filepath.Base(byShard[shard].Output) })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ij.in, err)
 	}
-	slices.Sort(warnings)
-	// The safetensors index: the source's other metadata and members kept,
-	// totals recomputed from what was written, written as transformers does.
-	x := sharded.NewIndex()
-	x.Metadata, x.Extra = ij.src.Metadata, ij.src.Extra
-	for _, shard := range ij.shards {
-		r := byShard[shard]
-		newName := filepath.Base(r.Output)
-		for _, t := range r.Tensors {
-			dt, _ := safetensors.ParseDType(t.DType)
-			if err := x.Add(newName, safetensors.TensorInfo{Name: t.Name, DType: dt, Shape: t.Shape}); err != nil {
-				return nil, err
-			}
-		}
+	for i, w := range warnings {
+		warnings[i] = ij.in + ": " + w
 	}
 	if err := x.WriteFile(ij.out); err != nil {
 		return nil, err

@@ -218,7 +218,9 @@ func (c *conn) send(ctx context.Context, r *request) (*http.Response, error) {
 		if err != nil {
 			return nil, permanent{err}
 		}
-		req.Header.Set("Range", r.rng)
+		if r.rng != "" {
+			req.Header.Set("Range", r.rng)
+		}
 		req.Header.Set("Accept-Encoding", "identity")
 		req.Header.Set("User-Agent", c.cfg.userAgent)
 		if c.token != "" && u.Host == c.authHost && u.Scheme == c.authScheme {

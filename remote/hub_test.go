@@ -92,6 +92,10 @@ func (h *hubServer) serveHub(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "Bearer "+token {
 		h.hubNoTok.Add(1)
 	}
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		h.serveAPI(w, r) // hubinfo_test.go
+		return
+	}
 	segs := strings.SplitN(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/", 5)
 	if len(segs) < 5 || segs[2] != "resolve" {
 		http.NotFound(w, r)

@@ -129,6 +129,13 @@ func (d *DirOpener) open(name string) (*os.File, error) {
 	return f, nil
 }
 
+// OpenFile opens a plain file name of the directory read-only, through
+// the root: a name that leads outside the directory (a symbolic link out
+// of it, "..") or that is not a regular file is an [ErrUnsafeName] error.
+// Openers that read other formats than safetensors (package source reads
+// checkpoints) open their shards with it.
+func (d *DirOpener) OpenFile(name string) (*os.File, error) { return d.open(name) }
+
 // OpenShard opens the named shard read-only and maps it into memory where
 // the platform allows it.
 func (d *DirOpener) OpenShard(ctx context.Context, name string) (safetensors.Source, error) {
@@ -183,6 +190,15 @@ func openLocal(f *os.File, display string) (*localShard, error) {
 		src = r
 	}
 	return &localShard{Source: src, f: f}, nil
+}
+
+// TensorFile implements [FileBacked].
+func (s *localShard) TensorFile(name string) (*os.File, int64, bool) {
+	t, err := s.Tensor(name)
+	if err != nil || t.Offset() < 0 {
+		return nil, 0, false
+	}
+	return s.f, t.Offset(), true
 }
 
 // Close closes the mapping and the file.

@@ -51,21 +51,19 @@ type FileBacked interface {
 	TensorFile(name string) (f *os.File, off int64, ok bool)
 }
 
-// TensorFile implements [FileBacked] for shards opened from local files.
+// TensorFile implements [FileBacked] for shards that are themselves
+// FileBacked: opened from local files by a [DirOpener], or by an opener
+// whose sources implement it.
 func (m *Model) TensorFile(name string) (*os.File, int64, bool) {
 	l, ok := m.tensors[name]
 	if !ok {
 		return nil, 0, false
 	}
-	ls, ok := m.shards[l.shard].src.(*localShard)
+	fb, ok := m.shards[l.shard].src.(FileBacked)
 	if !ok {
 		return nil, 0, false
 	}
-	t, err := ls.Tensor(name)
-	if err != nil || t.Offset() < 0 {
-		return nil, 0, false
-	}
-	return ls.f, t.Offset(), true
+	return fb.TensorFile(name)
 }
 
 func (c *copier) report(n int64) {

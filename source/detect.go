@@ -42,6 +42,25 @@ func (f Format) String() string {
 	return formatNames[f]
 }
 
+// describe names the format in a sentence ("a sharded model's index").
+func (f Format) describe() string {
+	switch f {
+	case Safetensors:
+		return "a safetensors file"
+	case Index:
+		return "a sharded model's index"
+	case TorchZip:
+		return "a PyTorch checkpoint (zip)"
+	case TorchPickle:
+		return "a pickle (a legacy PyTorch checkpoint?)"
+	case Compressed:
+		return "a compressed safetensors file"
+	case Directory:
+		return "a directory"
+	}
+	return "unrecognised content"
+}
+
 // Checkpoint reports whether f is a PyTorch container.
 func (f Format) Checkpoint() bool { return f == TorchZip || f == TorchPickle }
 

@@ -3,10 +3,9 @@ package source
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"maps"
 	"os"
-	"path/filepath"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/compressed"
@@ -32,7 +31,18 @@ type Model struct {
 	Checkpoint *convert.Source      // a PyTorch checkpoint
 	Compressed *compressed.ReaderAt // a compressed file, under File
 
-	closers []io.Closer
+	closers  []io.Closer
+	warnings []string          // beyond those of File and Sharded
+	meta     map[string]string // __metadata__ beyond the Source's
+}
+
+// Meta returns the model's __metadata__: the file's, the entries a sharded
+// model's shards agree on (and, for a sharded checkpoint, every alias its
+// shards dropped on conversion, removed -> kept).
+func (m *Model) Meta() map[string]string {
+	out := m.Source.Meta()
+	maps.Copy(out, m.meta)
+	return out
 }
 
 // Close releases everything the model holds.
@@ -73,15 +83,14 @@ func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return o.model(ctx, &c)
+}
+
+func (o *Object) model(ctx context.Context, c *config) (*Model, error) {
 	m := &Model{Name: o.Name, Format: o.Format, Object: o}
 	switch o.Format {
 	case Directory:
-		sm, err := sharded.OpenDir(ctx, o.Name)
-		if err != nil {
-			return nil, classify(o, err)
-		}
-		m.Source, m.Sharded = sm, sm
-		return m, nil
+		return openDir(ctx, o.Name, c)
 	case Safetensors:
 		r, err := o.safetensors()
 		if err != nil {
@@ -93,14 +102,8 @@ func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
 		}
 		return m, nil
 	case Index:
-		sm, dir, err := o.index(ctx)
-		if err != nil {
+		if err := o.indexModel(ctx, c, m); err != nil {
 			return nil, classify(o, err)
-		}
-		m.Source, m.Sharded = sm, sm
-		m.closers = append(m.closers, o)
-		if dir != nil {
-			m.closers = append(m.closers, dir)
 		}
 		return m, nil
 	case Compressed:
@@ -141,6 +144,20 @@ func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
 	return m, nil
 }
 
+// Warnings lists what is odd but not wrong about the model: a safetensors
+// header's unknown fields, shards whose metadata differ, a checkpoint
+// index that disagrees with its shards.
+func (m *Model) Warnings() []string {
+	var out []string
+	switch {
+	case m.File != nil:
+		out = append(out, m.File.Warnings...)
+	case m.Sharded != nil:
+		out = append(out, m.Sharded.Warnings()...)
+	}
+	return append(out, m.warnings...)
+}
+
 // safetensors reads the object's header: a local file is mapped (the
 // *File then owns the descriptor). The object was detected as not
 // compressed already, so the root package does not probe again.
@@ -154,46 +171,6 @@ func (o *Object) safetensors() (*safetensors.Reader, error) {
 		return &f.Reader, nil
 	}
 	return safetensors.NewReader(o, o.Size, safetensors.WithName(o.Name), safetensors.WithoutDecompression())
-}
-
-// index reads the object as a sharded model's index and opens its shards
-// beside it; dir, if not nil, is to be closed with the model.
-func (o *Object) index(ctx context.Context) (sm *sharded.Model, dir io.Closer, err error) {
-	if o.Size > sharded.DefaultMaxIndexSize {
-		return nil, nil, &ContentError{Location: o.Name, Format: Index, Msg: fmt.Sprintf("index of %d bytes is larger than the %d allowed", o.Size, sharded.DefaultMaxIndexSize)}
-	}
-	b := make([]byte, o.Size)
-	if n, err := o.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF) && int64(n) == o.Size) {
-		return nil, nil, &IOError{Location: o.Name, Op: "read", Err: err}
-	}
-	idx, err := sharded.ParseIndex(b, o.Name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if o.file != nil {
-		d, err := sharded.NewDirOpener(filepath.Dir(o.Name))
-		if err != nil {
-			return nil, nil, &IOError{Location: o.Name, Op: "open", Err: err}
-		}
-		sm, err := sharded.OpenIndex(ctx, idx, o.Name, d)
-		if err != nil {
-			d.Close()
-			return nil, nil, err
-		}
-		return sm, d, nil
-	}
-	op := sharded.ReaderAtOpener(func(ctx context.Context, name string) (io.ReaderAt, int64, error) {
-		// Remote readers keep the context they are opened with for every
-		// later read, and the shards outlive the (group) context of the
-		// open: keep its values, not its cancellation.
-		s, err := o.Sibling(context.WithoutCancel(ctx), name)
-		if err != nil {
-			return nil, 0, err
-		}
-		return s, s.Size, nil
-	})
-	sm, err = sharded.OpenIndex(ctx, idx, o.Name, op)
-	return sm, nil, err
 }
 
 // TensorFile returns the local file holding the named tensor and the

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gosafetensors/safetensors/compressed"
+	"github.com/gosafetensors/safetensors/sharded"
 )
 
 // Object is one opened file or remote object: its bytes at offsets, its
@@ -21,7 +22,8 @@ type Object struct {
 	Prefix []byte // the first bytes (up to PrefixSize), as read at open
 
 	r       io.ReaderAt
-	file    *os.File // a local file, for mapping
+	file    *os.File           // a local file, for mapping
+	dir     *sharded.DirOpener // the directory a local file was opened through, if any
 	closer  io.Closer
 	sibling func(ctx context.Context, rel string) (*Object, error)
 	ioErr   ioErrBox

@@ -195,13 +195,13 @@ func openHub(ctx context.Context, loc string, c *config) (*Object, error) {
 	if err != nil {
 		return nil, &IOError{Location: loc, Op: "open", Err: err}
 	}
-	var f *remote.File
 	file := ref.Path
-	if file == "" {
-		f, file, _, err = repo.OpenModel(ctx, c.subfolder)
-	} else {
-		f, err = repo.Open(ctx, file)
+	if file == "" || isFolder(file) {
+		if file, err = pickHubModel(ctx, repo, path.Join(file, c.subfolder)); err != nil {
+			return nil, err
+		}
 	}
+	f, err := repo.Open(ctx, file)
 	if err != nil {
 		return nil, &IOError{Location: loc, Op: "open", Err: err}
 	}
@@ -226,6 +226,39 @@ func openHub(ctx context.Context, loc string, c *config) (*Object, error) {
 		return so, err
 	}
 	return o, nil
+}
+
+// isFolder reports whether a path in a Hub repository names a folder: its
+// last segment has no extension (model files always have one).
+func isFolder(p string) bool { return !strings.Contains(path.Base(p), ".") }
+
+// pickHubModel lists the repository (one request to the Hub's API, which
+// pins the commit) and chooses the model file of folder ("" for the root)
+// with [PickModel].
+func pickHubModel(ctx context.Context, repo *remote.Repo, folder string) (string, error) {
+	files, err := repo.Files(ctx)
+	if err != nil {
+		return "", &IOError{Location: repo.Ref().String(), Op: "list", Err: err}
+	}
+	prefix := ""
+	if folder != "" && folder != "." {
+		prefix = folder + "/"
+	}
+	var names []string
+	for _, f := range files {
+		if rest, ok := strings.CutPrefix(f, prefix); ok && !strings.Contains(rest, "/") {
+			names = append(names, rest)
+		}
+	}
+	where := repo.Ref().String()
+	if prefix != "" {
+		where += " (folder " + folder + ")"
+	}
+	name, err := PickModel(where, names)
+	if err != nil {
+		return "", err
+	}
+	return prefix + name, nil
 }
 
 func openBucket(ctx context.Context, loc string, c *config) (*Object, error) {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,8 +232,8 @@ func writeBigCheckpoint(path string, n int, size int64) error {
 }
 
 // A Hub repository (a loopback server shaped like the Hub) opens as one
-// model: the index resolves the revision, then one request per shard, all
-// at the pinned commit.
+// model: the file list resolves the revision, then the index and one
+// request per shard, all at the pinned commit.
 func TestHubRepoModel(t *testing.T) {
 	dir := t.TempDir()
 	m0, err := OpenModel(context.Background(), "../testdata/torch/tiny_transformer.safetensors")
@@ -246,31 +245,8 @@ func TestHubRepoModel(t *testing.T) {
 	}
 	m0.Close()
 	shards, _ := filepath.Glob(filepath.Join(dir, "model-*.safetensors"))
-	const commit = "0123456789abcdef0123456789abcdef01234567"
-	var mu sync.Mutex
-	revs := map[string]int{}
-	files := withETag(dir)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rest, ok := strings.CutPrefix(r.URL.Path, "/org/model/resolve/")
-		rev, file, _ := strings.Cut(rest, "/")
-		if !ok || (rev != "main" && rev != commit) {
-			w.Header().Set("X-Error-Code", "RepoNotFound")
-			http.Error(w, "not found", http.StatusNotFound)
-			return
-		}
-		mu.Lock()
-		revs[rev]++
-		mu.Unlock()
-		if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
-			w.Header().Set("X-Error-Code", "EntryNotFound")
-			http.Error(w, "no such file", http.StatusNotFound)
-			return
-		}
-		w.Header().Set("X-Repo-Commit", commit)
-		r.URL.Path = "/" + file
-		files.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
+	srv := serveHub(t, dir)
+	revs := srv.revs
 	hub, err := remote.NewHub(remote.WithEndpoint(srv.URL), remote.WithToken(""))
 	if err != nil {
 		t.Fatal(err)
@@ -283,8 +259,8 @@ func TestHubRepoModel(t *testing.T) {
 	if m.Sharded == nil || len(m.Names()) != 35 {
 		t.Fatalf("hf://org/model: %v tensors", len(m.Names()))
 	}
-	if revs["main"] != 1 || revs[commit] != len(shards) {
-		t.Fatalf("requests by revision %v: want the index at main once and %d shards at the commit", revs, len(shards))
+	if revs["main"] != 1 || revs[hubCommit] != len(shards)+1 {
+		t.Fatalf("requests by revision %v: want the file list at main once, then the index and %d shards at the commit", revs, len(shards))
 	}
 	if _, err := OpenModel(context.Background(), "hf://org/nope", WithHub(hub)); err == nil || !IsIOError(err) {
 		t.Fatalf("missing repo: %v", err)
