@@ -30,8 +30,10 @@
 // ranges instead.
 //
 // [Hub] resolves hf://ORG/REPO[@REV][/PATH] and .../resolve/REV/FILE URLs,
-// pins the revision to the commit the Hub reports for the first file, and
-// opens every other file of the repository at that commit.
+// pins the revision to the commit the Hub reports for the first file (or
+// for the file list, [Repo.Files]), and opens every other file of the
+// repository at that commit. Which file of a repository is its model is not
+// this package's business: package source chooses, as transformers does.
 //
 // Object storage (s3://, gs://, azblob://) lives in the blobstore
 // subpackage, so that importing this package compiles no cloud SDK.

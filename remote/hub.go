@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -283,90 +282,4 @@ func (r *Repo) openAt(ctx context.Context, file, rev string, onHop func(*url.URL
 		f.pinned = pinCommit // content-addressed: the bytes of a commit never change
 	}
 	return f, nil
-}
-
-// Model file names looked for by OpenModel.
-const (
-	IndexFile  = "model.safetensors.index.json"
-	SingleFile = "model.safetensors"
-)
-
-// OpenModel opens the model of the repository (or of subfolder, "" for the
-// root): its index, model.safetensors.index.json, when there is one, else
-// model.safetensors. It returns the file, its path in the repository and
-// whether it is an index. The first request also pins the commit.
-func (r *Repo) OpenModel(ctx context.Context, subfolder string) (f *File, file string, sharded bool, err error) {
-	subfolder = strings.Trim(subfolder, "/")
-	if subfolder != "" {
-		if err := ValidRepoPath(subfolder); err != nil {
-			return nil, "", false, err
-		}
-	}
-	idx := path.Join(subfolder, IndexFile)
-	f, err = r.Open(ctx, idx)
-	if err == nil {
-		return f, idx, true, nil
-	}
-	if !isEntryNotFound(err) {
-		return nil, "", false, err
-	}
-	single := path.Join(subfolder, SingleFile)
-	f, err = r.Open(ctx, single)
-	if err == nil {
-		return f, single, false, nil
-	}
-	if isEntryNotFound(err) {
-		where := r.ref.String()
-		if subfolder != "" {
-			where += " (subfolder " + subfolder + ")"
-		}
-		return nil, "", false, fmt.Errorf("%s: no %s or %s: %w", where, IndexFile, SingleFile, err)
-	}
-	return nil, "", false, err
-}
-
-// isEntryNotFound reports a missing file (not a missing repository or
-// revision, which the Hub also answers with 404).
-func isEntryNotFound(err error) bool {
-	var se *StatusError
-	if !errors.As(err, &se) || se.StatusCode != http.StatusNotFound {
-		return false
-	}
-	return se.Code == "EntryNotFound" || se.Code == ""
-}
-
-// Location is what [Hub.OpenLocation] found.
-type Location struct {
-	Repo  *Repo  // the repository, its commit pinned
-	File  *File  // the file opened
-	Path  string // its path in the repository
-	Index bool   // File is a model.safetensors.index.json
-}
-
-// OpenLocation opens an hf:// or resolve URL. A path whose last segment has
-// an extension (model.safetensors, x.index.json, pytorch_model.bin) is opened
-// as a file; no path, or a path without extension, is a (sub)folder whose
-// model is opened with [Repo.OpenModel]. It costs one request (two when a
-// folder holds model.safetensors and no index).
-func (h *Hub) OpenLocation(ctx context.Context, location string) (*Location, error) {
-	ref, err := ParseHubURL(location)
-	if err != nil {
-		return nil, err
-	}
-	repo, err := h.Repo(ref)
-	if err != nil {
-		return nil, err
-	}
-	if ref.Path != "" && strings.Contains(path.Base(ref.Path), ".") {
-		f, err := repo.Open(ctx, ref.Path)
-		if err != nil {
-			return nil, err
-		}
-		return &Location{Repo: repo, File: f, Path: ref.Path, Index: strings.HasSuffix(ref.Path, ".index.json")}, nil
-	}
-	f, file, index, err := repo.OpenModel(ctx, ref.Path)
-	if err != nil {
-		return nil, err
-	}
-	return &Location{Repo: repo, File: f, Path: file, Index: index}, nil
 }

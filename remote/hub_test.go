@@ -16,6 +16,13 @@ import (
 	"time"
 )
 
+// The names of a Hub model's files (choosing among them is package
+// source's business).
+const (
+	indexFile  = "model.safetensors.index.json"
+	singleFile = "model.safetensors"
+)
+
 const (
 	commitA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	commitB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -186,7 +193,7 @@ func newTestHub(t *testing.T, h *hubServer, opts ...Option) *Hub {
 func TestHubPinsCommit(t *testing.T) {
 	h := newHubServer(t)
 	big := randomBytes(5000, 20)
-	h.put(commitA, IndexFile, []byte(`{"weight_map":{}}`))
+	h.put(commitA, indexFile, []byte(`{"weight_map":{}}`))
 	h.put(commitA, "model-00001-of-00001.safetensors", big)
 	h.put(commitB, "model-00001-of-00001.safetensors", randomBytes(5000, 21))
 	hub := newTestHub(t, h)
@@ -198,12 +205,12 @@ func TestHubPinsCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, name, sharded, err := repo.OpenModel(context.Background(), "")
+	f, err := repo.Open(context.Background(), indexFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sharded || name != IndexFile || repo.Commit() != commitA || f.Size() != 17 {
-		t.Fatalf("OpenModel: %s sharded=%v commit=%s size=%d", name, sharded, repo.Commit(), f.Size())
+	if repo.Commit() != commitA || f.Size() != 17 {
+		t.Fatalf("Open: commit=%s size=%d", repo.Commit(), f.Size())
 	}
 	h.setBranch("main", commitB)
 	s, err := repo.Open(context.Background(), "model-00001-of-00001.safetensors")
@@ -232,7 +239,7 @@ func TestHubPinsCommit(t *testing.T) {
 // clear message.
 func TestHubErrors(t *testing.T) {
 	h := newHubServer(t)
-	h.put(commitA, SingleFile, []byte("x"))
+	h.put(commitA, singleFile, []byte("x"))
 	for _, c := range []struct {
 		url, code string
 		status    int
@@ -258,7 +265,7 @@ func TestHubErrors(t *testing.T) {
 			if ref.Path != "" {
 				_, err = repo.Open(context.Background(), ref.Path)
 			} else {
-				_, _, _, err = repo.OpenModel(context.Background(), "")
+				_, err = repo.Files(context.Background())
 			}
 			var se *StatusError
 			if !errors.As(err, &se) || se.Code != c.code || se.StatusCode != c.status {
@@ -270,17 +277,6 @@ func TestHubErrors(t *testing.T) {
 			t.Log(err)
 		})
 	}
-	// Neither model file: a clear error, still a 404.
-	hub := newTestHub(t, h)
-	repo, _ := hub.Repo(Ref{Repo: "org/model"})
-	_, _, _, err := repo.OpenModel(context.Background(), "sub")
-	if err == nil || !strings.Contains(err.Error(), "no model.safetensors.index.json or model.safetensors") {
-		t.Fatalf("got %v", err)
-	}
-	f, name, sharded, err := repo.OpenModel(context.Background(), "")
-	if err != nil || sharded || name != SingleFile || f.Size() != 1 {
-		t.Fatalf("single: %v %s %v", err, name, sharded)
-	}
 }
 
 func TestHubOffline(t *testing.T) {
@@ -291,7 +287,7 @@ func TestHubOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo, _ := hub.Repo(Ref{Repo: "org/model"})
-	if _, err := repo.Open(context.Background(), SingleFile); !errors.Is(err, ErrOffline) {
+	if _, err := repo.Open(context.Background(), singleFile); !errors.Is(err, ErrOffline) {
 		t.Fatalf("got %v", err)
 	}
 	if h.hubReqs.Load() != 0 {

@@ -22,6 +22,9 @@ func (h *hubServer) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	switch repo {
 	case "org/model":
+	case "org/gated":
+		hubError(w, 403, "GatedRepo", "Access to model org/gated is restricted.")
+		return
 	case "org/private":
 		if r.Header.Get("Authorization") != "Bearer "+token {
 			hubError(w, 401, "RepoNotFound", "Repository Not Found")

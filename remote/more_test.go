@@ -139,24 +139,32 @@ func TestConcurrencyBound(t *testing.T) {
 	}
 }
 
-func TestOpenLocation(t *testing.T) {
+// openLocation opens the file an hf:// or resolve URL names.
+func openLocation(h *Hub, loc string) (*Repo, *File, error) {
+	ref, err := ParseHubURL(loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	repo, err := h.Repo(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := repo.Open(context.Background(), ref.Path)
+	return repo, f, err
+}
+
+func TestOpenResolveURL(t *testing.T) {
 	h := newHubServer(t)
-	h.put(commitA, "sub/"+IndexFile, []byte("{}"))
+	h.put(commitA, "sub/"+indexFile, []byte("{}"))
 	h.put(commitA, "pytorch_model.bin", []byte("PK"))
-	h.put(commitA, SingleFile, []byte("x"))
 	hub := newTestHub(t, h)
-	for loc, want := range map[string]struct {
-		path  string
-		index bool
-	}{
-		"hf://org/model":                                       {SingleFile, false},
-		"hf://org/model/sub":                                   {"sub/" + IndexFile, true},
-		"hf://org/model/pytorch_model.bin":                     {"pytorch_model.bin", false},
-		h.hub.URL + "/org/model/resolve/main/sub/" + IndexFile: {"sub/" + IndexFile, true},
+	for loc, want := range map[string]int64{
+		"hf://org/model/pytorch_model.bin":                     2,
+		h.hub.URL + "/org/model/resolve/main/sub/" + indexFile: 2,
 	} {
-		l, err := hub.OpenLocation(context.Background(), loc)
-		if err != nil || l.Path != want.path || l.Index != want.index || l.Repo.Commit() != commitA {
-			t.Errorf("%s: %+v %v", loc, l, err)
+		repo, f, err := openLocation(hub, loc)
+		if err != nil || f.Size() != want || repo.Commit() != commitA {
+			t.Errorf("%s: %v", loc, err)
 		}
 	}
 }
@@ -171,12 +179,12 @@ func TestMirrorWithoutCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := hub.OpenLocation(context.Background(), srv.URL+"/org/model/resolve/main/model.safetensors")
+	repo, f, err := openLocation(hub, srv.URL+"/org/model/resolve/main/model.safetensors")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Repo.Commit() != "" || l.File.Size() != 500 {
-		t.Errorf("commit %q size %d", l.Repo.Commit(), l.File.Size())
+	if repo.Commit() != "" || f.Size() != 500 {
+		t.Errorf("commit %q size %d", repo.Commit(), f.Size())
 	}
 	if srv.lastReq.Load().Header.Get("Authorization") != "" {
 		t.Error("token sent to a mirror")
@@ -185,7 +193,7 @@ func TestMirrorWithoutCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := own.OpenLocation(context.Background(), "hf://org/model/model.safetensors"); !errors.Is(err, ErrProtocol) {
+	if _, _, err := openLocation(own, "hf://org/model/model.safetensors"); !errors.Is(err, ErrProtocol) {
 		t.Errorf("endpoint without X-Repo-Commit: %v", err)
 	}
 }

@@ -285,11 +285,11 @@ func TestHubCommitPins(t *testing.T) {
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(big))
 	}))
 	defer mirror.Close()
-	l, err := hub.OpenLocation(context.Background(), mirror.URL+"/org/model/resolve/main/model.safetensors")
+	_, mf, err := openLocation(hub, mirror.URL+"/org/model/resolve/main/model.safetensors")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.File.ReadAt(got, 1000); !errors.Is(err, ErrNoValidator) {
+	if _, err := mf.ReadAt(got, 1000); !errors.Is(err, ErrNoValidator) {
 		t.Fatalf("mirror without validators: %v", err)
 	}
 }
