@@ -3,6 +3,8 @@ package audit_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -89,6 +91,22 @@ const hubCommit = "0123456789abcdef0123456789abcdef01234567"
 func serveHub(t testing.TB, dir string) (*hubServer, *remote.Hub) {
 	h := &hubServer{revs: map[string]int{}}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rev, ok := strings.CutPrefix(r.URL.Path, "/api/models/org/model/revision/"); ok {
+			// the Hub's model-info API: the commit and every file
+			h.mu.Lock()
+			h.revs[rev]++
+			h.mu.Unlock()
+			var sibs []map[string]string
+			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(dir, p)
+					sibs = append(sibs, map[string]string{"rfilename": filepath.ToSlash(rel)})
+				}
+				return nil
+			})
+			json.NewEncoder(w).Encode(map[string]any{"sha": hubCommit, "siblings": sibs})
+			return
+		}
 		rest, ok := strings.CutPrefix(r.URL.Path, "/org/model/resolve/")
 		rev, file, _ := strings.Cut(rest, "/")
 		if !ok || (rev != "main" && rev != hubCommit) {
