@@ -195,6 +195,8 @@ type oracleFixture struct {
 	Globals []string `json:"globals"`
 	// Mutant is "seed:index" for files TestOracleWriteMutant made.
 	Mutant string `json:"mutant"`
+	// Corpus marks the files mutants are made from (see CorpusPaths).
+	Corpus bool `json:"corpus"`
 }
 
 func readOracleIndex(t *testing.T) []oracleFixture {

@@ -15,6 +15,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -779,6 +780,23 @@ func Mutant(seed uint64, i int, bases []Base) (data []byte, desc string) {
 		}
 		steps = append(steps, d)
 	}
+	// Structural steps draw from their own stream, so that mutants without
+	// one are the same as before they existed.
+	srng := rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, uint64(i)))
+	if srng.IntN(4) == 0 {
+		var d string
+		switch base.Kind {
+		case "zip":
+			recs, d = mutateZipRecords(srng, recs)
+			data = writeZip(recs)
+		case "tar":
+			members, d = mutateTarMembers(srng, members)
+			data = writeTar(members)
+		default:
+			data, d = mutateLegacyStream(srng, data)
+		}
+		steps = append(steps, d)
+	}
 	for range containerSteps {
 		var fs []field
 		switch base.Kind {
@@ -820,18 +838,141 @@ func legacyPickles(b []byte) []pickleSlot {
 
 // CorpusPaths lists the real checkpoints mutants are made from under the
 // repository's testdata directory: torch.save output (zip and legacy) in
-// testdata/torch and the checkpoints of testdata/oracle written with torch
-// by make_checkpoints.py (tar, legacy protocol 5, training checkpoints).
+// testdata/torch and the files of testdata/oracle whose INDEX.json line has
+// "corpus": true (written with torch by make_checkpoints.py: tar, legacy
+// protocol 5, training checkpoints). Files join the corpus only by that
+// mark, so that adding fixtures does not renumber the mutants.
 func CorpusPaths(testdata string) []string {
 	var paths []string
-	for _, pat := range []string{"torch/*.pt", "torch/*.bin", "torch/*.pth", "oracle/*.pt", "oracle/*.tar"} {
+	for _, pat := range []string{"torch/*.pt", "torch/*.bin", "torch/*.pth"} {
 		m, _ := filepath.Glob(filepath.Join(testdata, pat))
-		for _, p := range m {
-			if !strings.HasPrefix(filepath.Base(p), "mutant_") {
-				paths = append(paths, p)
+		paths = append(paths, m...)
+	}
+	if b, err := os.ReadFile(filepath.Join(testdata, "oracle", "INDEX.json")); err == nil {
+		var idx []struct {
+			Name   string `json:"name"`
+			Corpus bool   `json:"corpus"`
+		}
+		if json.Unmarshal(b, &idx) == nil {
+			for _, e := range idx {
+				if e.Corpus {
+					paths = append(paths, filepath.Join(testdata, "oracle", e.Name))
+				}
 			}
 		}
 	}
 	sort.Strings(paths)
 	return paths
+}
+
+// payloadPickle is a whole pickle (protocol 2) whose only work is the
+// payload.
+func payloadPickle(rng *rand.Rand) []byte {
+	return slices.Concat([]byte{0x80, 2}, payload(rng, ""), []byte("N."))
+}
+
+// mutateZipRecords changes the record list of a zip checkpoint: a second
+// data.pkl (before or after the real one) holding a payload, a record
+// renamed (case, prefix, another record's name), a TorchScript marker, a
+// stray pickle record, a record dropped or duplicated.
+func mutateZipRecords(rng *rand.Rand, recs []zipRecord) ([]zipRecord, string) {
+	recs = slices.Clone(recs)
+	if len(recs) == 0 {
+		return recs, "no records"
+	}
+	pkl := 0
+	for j, r := range recs {
+		if strings.HasSuffix(r.name, "data.pkl") {
+			pkl = j
+		}
+	}
+	prefix, _, _ := strings.Cut(recs[pkl].name, "/")
+	evil := zipRecord{recs[pkl].name, payloadPickle(rng)}
+	switch rng.IntN(9) {
+	case 0:
+		return slices.Insert(recs, pkl, evil), "a payload data.pkl before the real one"
+	case 1:
+		return slices.Insert(recs, pkl+1, evil), "a payload data.pkl after the real one"
+	case 2:
+		j := rng.IntN(len(recs))
+		old := recs[j].name
+		recs[j].name = strings.ToUpper(old)
+		return recs, fmt.Sprintf("record %s renamed %s", old, recs[j].name)
+	case 3:
+		j, k := rng.IntN(len(recs)), rng.IntN(len(recs))
+		old := recs[j].name
+		recs[j].name = recs[k].name
+		return recs, fmt.Sprintf("record %s renamed %s", old, recs[k].name)
+	case 4:
+		name := prefix + "/constants.pkl"
+		if rng.IntN(2) == 0 {
+			name = prefix + "/CONSTANTS.PKL"
+		}
+		return slices.Insert(recs, rng.IntN(len(recs)+1), zipRecord{name, payloadPickle(rng)}), "a TorchScript marker " + name + " holding a payload"
+	case 5:
+		name := []string{prefix + "/extra.pkl", prefix + "/data/99", "other/data.pkl", prefix + "/.data/x.pkl"}[rng.IntN(4)]
+		return slices.Insert(recs, rng.IntN(len(recs)+1), zipRecord{name, payloadPickle(rng)}), "a stray record " + name + " holding a payload"
+	case 6:
+		j := rng.IntN(len(recs))
+		name := recs[j].name
+		return slices.Delete(recs, j, j+1), "record " + name + " dropped"
+	case 7:
+		j := rng.IntN(len(recs))
+		return slices.Insert(recs, j, recs[j]), "record " + recs[j].name + " duplicated"
+	}
+	old := recs[pkl].name
+	recs[pkl].name = "other/data.pkl"
+	return recs, "record " + old + " moved to other/data.pkl"
+}
+
+// mutateTarMembers changes the member list of a tar checkpoint.
+func mutateTarMembers(rng *rand.Rand, ms []tarMember) ([]tarMember, string) {
+	ms = slices.Clone(ms)
+	if len(ms) == 0 {
+		return ms, "no members"
+	}
+	names := []string{"storages", "tensors", "pickle", "./pickle", "pickle/", "PICKLE"}
+	switch rng.IntN(6) {
+	case 0:
+		n := names[rng.IntN(3)]
+		return append(ms, tarMember{n, payloadPickle(rng)}), "a payload member " + n + " appended (tarfile uses the last)"
+	case 1:
+		n := names[rng.IntN(3)]
+		return slices.Insert(ms, 0, tarMember{n, payloadPickle(rng)}), "a payload member " + n + " first"
+	case 2:
+		j := rng.IntN(len(ms))
+		old := ms[j].name
+		ms[j].name = names[rng.IntN(len(names))]
+		return ms, fmt.Sprintf("member %s renamed %s", old, ms[j].name)
+	case 3:
+		j := rng.IntN(len(ms))
+		name := ms[j].name
+		return slices.Delete(ms, j, j+1), "member " + name + " dropped"
+	case 4:
+		j, k := rng.IntN(len(ms)), rng.IntN(len(ms))
+		ms[j], ms[k] = ms[k], ms[j]
+		return ms, fmt.Sprintf("members %d and %d swapped", j, k)
+	}
+	j := rng.IntN(len(ms))
+	ms[j].data = slices.Concat(ms[j].data, payloadPickle(rng))
+	return ms, "a payload pickle after member " + ms[j].name + "'s data"
+}
+
+// mutateLegacyStream changes the pickle sequence of a legacy stream.
+func mutateLegacyStream(rng *rand.Rand, b []byte) ([]byte, string) {
+	slots := legacyPickles(b)
+	if len(slots) == 0 {
+		return slices.Concat(payloadPickle(rng), b), "a payload pickle first"
+	}
+	k := rng.IntN(len(slots))
+	s := slots[k]
+	switch rng.IntN(4) {
+	case 0:
+		return slices.Concat(b[:s.start], payloadPickle(rng), b[s.end:]), fmt.Sprintf("pickle %d replaced by a payload", k+1)
+	case 1:
+		return slices.Concat(b[:s.end], payloadPickle(rng), b[s.end:]), fmt.Sprintf("a payload pickle after pickle %d", k+1)
+	case 2:
+		return slices.Concat(b[:s.end], b[s.start:s.end], b[s.end:]), fmt.Sprintf("pickle %d duplicated", k+1)
+	}
+	return slices.Concat(b[:s.start], b[s.end:]), fmt.Sprintf("pickle %d dropped", k+1)
 }
