@@ -101,6 +101,27 @@ class ViewRef:
     pass
 
 
+class Rebuild:
+    """Pickles as torch._utils._rebuild_tensor_v2 of t's storage with the
+    given trailing arguments (after storage, offset, size, stride)."""
+
+    def __init__(self, t, *rest):
+        self.t, self.rest = t, rest
+
+    def __reduce_ex__(self, proto):
+        t = self.t
+        return (torch._utils._rebuild_tensor_v2,
+                (t.storage(), t.storage_offset(), tuple(t.size()), t.stride()) + self.rest)
+
+
+class RebuildParameter:
+    def __init__(self, t, requires_grad):
+        self.t, self.rg = t, requires_grad
+
+    def __reduce_ex__(self, proto):
+        return (torch._utils._rebuild_parameter, (self.t, self.rg, collections.OrderedDict()))
+
+
 def linear_sd():
     m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
     return m, m.state_dict()
@@ -163,6 +184,40 @@ def main():
     save("argparse_namespace.pt", {"state_dict": msd, "hparams": argparse.Namespace(lr=0.1, layers=2)})
     save("numpy_scalar.pt", {"w": w, "best": np.float64(0.5)})
     save("numpy_array.pt", {"w": w, "arr": np.arange(3, dtype=np.int32)})
+
+    # 14.14: what torch refuses or normalises
+    ints = torch.arange(4, dtype=torch.int64)
+    save("requires_grad_int1_float.pt", {"w": Rebuild(w, 1, collections.OrderedDict())})
+    save("requires_grad_true_int_tensor.pt", {"ids": Rebuild(ints, True, collections.OrderedDict())})
+    save("rebuild_v2_seven_args.pt", {"w": Rebuild(w, False, collections.OrderedDict(), None)})
+    save("parameter_requires_grad_int_tensor.pt", {"ids": RebuildParameter(ints, True)})
+    raw = torch.tensor([0, 1, 2, 255], dtype=torch.uint8)
+    save("bool_bytes_not_01.pt", {"flags": raw.view(torch.bool)})
+
+    # 14.14: a pickle in the zip end record's comment (torch never reads it)
+    if not keep("eocd_comment_pickle.pt"):
+        buf = io.BytesIO()
+        torch.save({"w": w}, buf)
+        z = bytearray(buf.getvalue())
+        i = z.rfind(b"PK\x05\x06")
+        assert i >= 0 and z[i + 20:i + 22] == b"\x00\x00" and i + 22 == len(z)
+        evil = b"\x80\x02cposix\nsystem\nX\x04\x00\x00\x00true\x85R."  # never unpickled here
+        z[i + 20:i + 22] = struct.pack("<H", len(evil))
+        write("eocd_comment_pickle.pt", bytes(z) + evil)
+    # 14.14: a storage record named with other case (torch's miniz looks
+    # names up without case, so it is the storage, not a stray record)
+    if not keep("record_name_case.pt"):
+        buf = io.BytesIO()
+        torch.save({"w": w}, buf)
+        z = buf.getvalue()
+        assert z.count(b"archive/data/0") == 2
+        write("record_name_case.pt", z.replace(b"archive/data/0", b"archive/DATA/0"))
+
+    # 16.3: more inert classes torch's weights_only loader (2.x) allows
+    save("bytearray_p2.pt", {"w": w, "blob": bytearray(b"\x00\xff")})
+    save("complex_value.pt", {"w": w, "z": complex(1.5, -2)})
+    save("counter_value.pt", {"w": w, "counts": collections.Counter({"a": 2})})
+    save("tensor_class_value.pt", {"w": w, "kind": torch.FloatTensor})
 
     # 14.6: a TorchScript archive
     if not keep("torchscript_linear.pt"):
