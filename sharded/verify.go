@@ -3,6 +3,7 @@ package sharded
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"maps"
 	"os"
@@ -26,8 +27,11 @@ const verifyBlock = 4 << 20
 // synced), then [checker.finish] compares the header bytes and the file
 // size and parses the header back. The file's bytes are read through a
 // mapping of it (pread where mapping is not possible); the source's through
-// a fresh mapping of its file for a [FileBacked] source, else through the
-// source. The comparisons run on up to 4 cores. A file truncated underneath
+// a fresh mapping of its file for a [FileBacked] source. Any other source
+// (remote, compressed) is not read twice: each block of what the copier
+// read from it is hashed as it passes (maphash, with a seed of this
+// checker's), and the block read back from the file must hash the same.
+// The comparisons run on up to 4 cores. A file truncated underneath
 // (SIGBUS on a mapping) is an error, not a crash.
 type checker struct {
 	c      *copier
@@ -37,6 +41,13 @@ type checker struct {
 	want   *safetensors.Header
 	blocks []vblock
 	mapped [][]byte
+	seed   maphash.Seed
+	first0 []int // index of each tensor's first block, in want's order
+
+	// the copier's side of the hashed blocks (only the copier touches it)
+	feeding int // the block being hashed
+	fed     int64
+	h       maphash.Hash
 
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -59,12 +70,19 @@ type vblock struct {
 	gotBase  int64 // offset of the tensor's first byte in gotAt
 	srcAt    io.ReaderAt
 	srcBase  int64
+	hashed   bool   // compare got with sum, the hash of the bytes the copier read
+	sum      uint64 // set by the copier before the block is written
 }
 
 // newChecker starts checking out, which will hold hdr then the data of
 // want's tensors, taken from srcs (one per tensor, in want's order).
-func (c *copier) newChecker(out *os.File, path string, hdr []byte, want *safetensors.Header, srcs []tensorSource) *checker {
-	ck := &checker{c: c, out: out, path: path, hdr: hdr, want: want}
+//
+// With hashSrc, tensors of sources that are not local files are checked
+// against what the copier feeds ([checker.feed]) instead of being read
+// again.
+func (c *copier) newChecker(out *os.File, path string, hdr []byte, want *safetensors.Header, srcs []tensorSource, hashSrc bool) *checker {
+	ck := &checker{c: c, out: out, path: path, hdr: hdr, want: want, seed: maphash.MakeSeed()}
+	ck.h.SetSeed(ck.seed)
 	ck.cond.L = &ck.mu
 	var outMap []byte
 	if mapOutput {
@@ -98,6 +116,7 @@ func (c *copier) newChecker(out *os.File, path string, hdr []byte, want *safeten
 		if outMap != nil {
 			gotMap = outMap[begin : begin+size]
 		}
+		ck.first0 = append(ck.first0, len(ck.blocks))
 		for pos := int64(0); pos < size; pos += verifyBlock {
 			b := vblock{name: info.Name, size: size, pos: pos, n: min(verifyBlock, size-pos)}
 			b.end = begin + pos + b.n
@@ -111,6 +130,8 @@ func (c *copier) newChecker(out *os.File, path string, hdr []byte, want *safeten
 				b.src = srcMap[pos : pos+b.n]
 			case s.f != nil:
 				b.srcAt, b.srcBase = s.f, s.off // pread: a fresh read
+			case hashSrc:
+				b.hashed = true
 			default:
 				b.srcAt = s.t
 			}
@@ -123,6 +144,34 @@ func (c *copier) newChecker(out *os.File, path string, hdr []byte, want *safeten
 		go ck.work()
 	}
 	return ck
+}
+
+// feed hashes b, bytes pos.. of tensor i (in the order of the checker's
+// header) as the copier read them from the source, before they are
+// written. Tensors are fed in order, each from its first byte to its last.
+func (ck *checker) feed(i int, pos int64, b []byte) {
+	if ck == nil || i >= len(ck.first0) {
+		return
+	}
+	j := ck.first0[i] + int(pos/verifyBlock)
+	for len(b) > 0 && j < len(ck.blocks) {
+		bl := &ck.blocks[j]
+		if !bl.hashed {
+			return
+		}
+		if j != ck.feeding {
+			ck.feeding, ck.fed = j, 0
+			ck.h.Reset()
+		}
+		k := min(int64(len(b)), bl.n-ck.fed)
+		ck.h.Write(b[:k])
+		ck.fed += k
+		b = b[k:]
+		if ck.fed == bl.n {
+			bl.sum = ck.h.Sum64() // read by a worker only once the block is written
+			j++
+		}
+	}
 }
 
 // advance says that the file now holds its first n bytes.
@@ -177,6 +226,13 @@ func (ck *checker) work() {
 		}
 		bl := &ck.blocks[i]
 		got, src := bl.got, bl.src
+		if bl.hashed {
+			if err := ck.checkHashed(bl, got, &a); err != nil {
+				ck.fail(i, err)
+				return
+			}
+			continue
+		}
 		if got == nil {
 			if a == nil {
 				a = make([]byte, verifyBlock)
@@ -207,6 +263,43 @@ func (ck *checker) work() {
 			return
 		}
 	}
+}
+
+// checkHashed compares a block of the file with the hash of the bytes the
+// copier read from the source for it.
+func (ck *checker) checkHashed(bl *vblock, got []byte, buf *[]byte) error {
+	if got == nil {
+		if *buf == nil {
+			*buf = make([]byte, verifyBlock)
+		}
+		got = (*buf)[:bl.n]
+		if err := readFull(bl.gotAt, got, bl.gotBase+bl.pos); err != nil {
+			return fmt.Errorf("%s: re-reading tensor %q: %w", ck.path, bl.name, err)
+		}
+	}
+	sum, err := hashBytes(ck.seed, got)
+	if err != nil {
+		return fmt.Errorf("%w: %s: tensor %q: reading bytes %d..%d: %w", ErrVerify, ck.path, bl.name, bl.pos, bl.pos+bl.n, err)
+	}
+	if sum != bl.sum {
+		return fmt.Errorf("%w: %s: tensor %q differs from its source in bytes %d..%d of its %d (from the bytes read from it, which were not read twice)", ErrVerify, ck.path, bl.name, bl.pos, bl.pos+bl.n, bl.size)
+	}
+	return nil
+}
+
+// hashBytes is maphash.Bytes, with a fault while reading mapped memory
+// (the file was truncated underneath) returned as an error.
+func hashBytes(seed maphash.Seed, b []byte) (sum uint64, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("memory fault (the file shrank?): %v", r)
+		}
+	}()
+	return maphash.Bytes(seed, b), nil
 }
 
 // stop ends the checking: it waits for the goroutines and releases the
@@ -281,7 +374,7 @@ func (c *copier) verify(out *os.File, path string, want *safetensors.Header) err
 			return err
 		}
 	}
-	ck := c.newChecker(out, path, hdr, want, srcs)
+	ck := c.newChecker(out, path, hdr, want, srcs, false)
 	ck.advance(want.FileSize())
 	return ck.finish()
 }

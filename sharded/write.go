@@ -116,7 +116,7 @@ func (c *copier) writeFile(out *os.File, path string, names []string, meta map[s
 	}
 	c.check = nil
 	if verify {
-		c.check = c.newChecker(out, path, hdr, h, srcs)
+		c.check = c.newChecker(out, path, hdr, h, srcs, true)
 	}
 	ck := c.check
 	defer func() {
@@ -153,8 +153,8 @@ func (c *copier) copyAll(out *os.File, srcs []tensorSource) error {
 				continue
 			}
 		}
-		for _, s := range srcs[i:j] {
-			if err := c.copyBuffered(out, s.t); err != nil {
+		for k, s := range srcs[i:j] {
+			if err := c.copyBuffered(out, s.t, i+k); err != nil {
 				return err
 			}
 		}
@@ -211,8 +211,9 @@ func (c *copier) wrote(n int64, data bool) {
 	}
 }
 
-// copyBuffered appends one tensor's bytes to out through a buffer.
-func (c *copier) copyBuffered(out *os.File, t *safetensors.Tensor) error {
+// copyBuffered appends one tensor's bytes (tensor i of the file) to out
+// through a buffer; the checker hashes them on the way.
+func (c *copier) copyBuffered(out *os.File, t *safetensors.Tensor, i int) error {
 	size := t.Size()
 	if c.buf == nil {
 		c.buf = make([]byte, min(chunk, max(size, 1)))
@@ -229,6 +230,7 @@ func (c *copier) copyBuffered(out *os.File, t *safetensors.Tensor) error {
 			}
 			return fmt.Errorf("tensor %q: reading at byte %d of %d: %w", t.Name, pos+int64(n), size, err)
 		}
+		c.check.feed(i, pos, b)
 		if _, err := out.Write(b); err != nil {
 			return err
 		}
