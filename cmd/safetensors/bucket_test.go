@@ -71,7 +71,7 @@ func TestScanAndValidateBucketPrefix(t *testing.T) {
 		t.Fatalf("validate prefix: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "inspect", "s3://uploads/models/a/model.safetensors"+query)
-	if code != 0 || !strings.Contains(out, "1.6K (1,600)") {
+	if code != 0 || !strings.Contains(out, "1.60K (1,600)") {
 		t.Fatalf("inspect s3 object: exit %d\n%s", code, out)
 	}
 }

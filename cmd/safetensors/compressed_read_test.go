@@ -15,7 +15,7 @@ func TestCommandsReadCompressedFiles(t *testing.T) {
 			t.Fatalf("compress %s: exit %d %s", codec, code, errOut)
 		}
 		code, inspectOut, errOut := runCLI(t, "inspect", out)
-		if code != 0 || !strings.Contains(inspectOut, "1.6K (1,600)") || !strings.Contains(inspectOut, "uncompressed") {
+		if code != 0 || !strings.Contains(inspectOut, "1.60K (1,600)") || !strings.Contains(inspectOut, "uncompressed") {
 			t.Fatalf("inspect %s: exit %d\n%s%s", codec, code, inspectOut, errOut)
 		}
 		if code, out, errOut := runCLI(t, "validate", "--full", out); code != 0 || !strings.HasPrefix(out, "ok ") {

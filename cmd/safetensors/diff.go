@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/diff"
+	"github.com/gosafetensors/safetensors/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -244,25 +243,9 @@ func fmtDiff(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 // integer tensors.
 func fmtMaxAbs(t diff.Tensor) string {
 	if t.Integer {
-		return groupDigits64(t.MaxAbsInt)
+		return units.DigitsU(t.MaxAbsInt)
 	}
 	return fmtDiff(t.MaxAbs)
-}
-
-// groupDigits64 is groupDigits for a uint64.
-func groupDigits64(n uint64) string {
-	if n <= math.MaxInt64 {
-		return groupDigits(int64(n))
-	}
-	s := strconv.FormatUint(n, 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -9,70 +9,17 @@ import (
 	"unicode/utf8"
 )
 
-// humanCount spells a parameter count the way the Hugging Face Hub does:
-// three significant digits, trailing zeros dropped, K/M/B/T suffixes
-// ("999", "1.5K", "137M", "8.03B").
-func humanCount(n int64) string {
-	if n < 0 {
-		return "-" + humanCount(-n)
-	}
-	if n < 1000 {
-		return strconv.FormatInt(n, 10)
-	}
-	units := []string{"K", "M", "B", "T", "Q"}
-	v := float64(n)
-	for u := range units {
-		v /= 1000
-		s, rolled := threeDigits(v)
-		if !rolled || u == len(units)-1 {
-			return s + units[u]
-		}
-		// Rounded up to 1000: say "1M", not "1000K".
-	}
-	panic("unreachable")
-}
-
-// threeDigits formats v (1 <= v < 1000) with three significant digits,
-// dropping trailing zeros; rolled reports that rounding reached 1000.
-func threeDigits(v float64) (s string, rolled bool) {
-	prec := 2
-	switch {
-	case v >= 99.95:
-		prec = 0
-	case v >= 9.995:
-		prec = 1
-	}
-	s = strconv.FormatFloat(v, 'f', prec, 64)
-	if r, _ := strconv.ParseFloat(s, 64); r >= 1000 {
-		return s, true
-	}
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s, false
-}
+// humanCount spells a parameter count the way the Hugging Face Hub does,
+// three significant digits ("999", "1.50K", "137M", "8.03B"): the one
+// rule of internal/units.
+func humanCount(n int64) string { return units.Count(n) }
 
 // humanBytes spells a size in binary units with one decimal: "512 B",
 // "1.5 KiB", "1.2 GiB" (internal/units, shared with every message).
 func humanBytes(n int64) string { return units.Bytes(n) }
 
 // groupDigits writes n with thousands separators: 137,022,464.
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func groupDigits(n int64) string { return units.Digits(n) }
 
 // formatShape writes a shape as [2, 3]; a scalar is [].
 func formatShape(shape []int64) string {

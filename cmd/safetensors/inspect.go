@@ -292,7 +292,7 @@ func writeColumns(b *strings.Builder, indent string, rows [][]string, right []bo
 }
 
 // withExact appends the exact count in parentheses when the rounded form
-// differs from it ("1.6K (1,600)", but "99", not "99 (99)").
+// differs from it ("1.60K (1,600)", but "99", not "99 (99)").
 func withExact(rounded string, n int64) string {
 	exact := groupDigits(n)
 	if rounded == exact || rounded == exact+" B" {

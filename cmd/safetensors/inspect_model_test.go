@@ -32,7 +32,7 @@ func TestInspectShardedTreeQuiet(t *testing.T) {
 		}
 	}
 	code, out, _ := runCLI(t, "inspect", dir)
-	if code != 0 || !strings.Contains(out, "model-00001-of-") || !strings.Contains(out, "1.6K (1,600)") {
+	if code != 0 || !strings.Contains(out, "model-00001-of-") || !strings.Contains(out, "1.60K (1,600)") {
 		t.Fatalf("text: exit %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "inspect", "-q", torchDir+"tiny_transformer.safetensors")

@@ -18,7 +18,7 @@ func TestInspectTable(t *testing.T) {
 	}
 	for _, want := range []string{
 		"NAME", "h.0.fc_in.weight", "[16, 8]",
-		"parameters  1.6K (1,600)",
+		"parameters  1.60K (1,600)",
 		"bytes       6.3 KiB (6,464)",
 		"F32", "I64",
 		"header      2,640 bytes",

@@ -1,4 +1,4 @@
-// Package units spells and parses byte sizes, the one way every command
+// Package units spells byte sizes and counts, the one way every command
 // and message of the project does.
 package units
 
