@@ -109,6 +109,23 @@ func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// File returns the name of the file that holds the tensor, as its errors
+// give it ("" when it has none).
+func (t *Tensor) File() string { return t.file }
+
+// Backing returns the reader the tensor's bytes are read from and the
+// offset of its first byte there, so that a loader can schedule the reads
+// itself (in parallel, in chunks, with its own context). For a mapped file
+// it is the *os.File under the mapping. ok is false for a tensor whose
+// bytes are only in memory (made by slicing or by NewTensorBytes): use
+// Bytes.
+func (t *Tensor) Backing() (r io.ReaderAt, off int64, ok bool) {
+	if t.src == nil {
+		return nil, 0, false
+	}
+	return t.src, t.off, true
+}
+
 // streamer returns the tensor's source as a Streamer when the tensor is
 // the whole of it (made by NewTensor).
 func (t *Tensor) streamer() (Streamer, bool) {

@@ -1,0 +1,247 @@
+// Package pacedserver is an HTTP file server on the loopback interface
+// whose connections are each capped in bandwidth and whose requests each
+// wait a fixed latency before their answer: a stand-in, in benchmarks and
+// tests, for an object store or a CDN that limits every connection, so
+// that parallel readers can be measured against the aggregate cap.
+//
+// Files are served with http.ServeContent: single and multiple ranges
+// (multipart/byteranges), a strong ETag per file, If-Match. Their content
+// is any io.ReaderAt (a generated, computed model needs no disk). The
+// server listens only on 127.0.0.1 and shuts itself down after its
+// lifetime, so a benchmark that forgets it leaves nothing running.
+package pacedserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Config sets the server's limits.
+type Config struct {
+	// Rate caps each connection's bytes per second (headers included);
+	// 0 means no cap.
+	Rate float64
+	// Latency is added before every response, after the request is read.
+	Latency time.Duration
+	// Lifetime bounds how long the server runs (default 10 minutes).
+	Lifetime time.Duration
+	// OnRead, if set, sees every read of a file's content (the bytes a
+	// response carries, multipart framing excluded), from the serving
+	// goroutines.
+	OnRead func(name string, off, n int64)
+}
+
+// DefaultLifetime is Config.Lifetime's default.
+const DefaultLifetime = 10 * time.Minute
+
+// File is a file to serve.
+type File struct {
+	Content io.ReaderAt
+	Size    int64
+	ETag    string    // strong ETag, quoted (default: derived from name and size)
+	ModTime time.Time // Last-Modified (default: the zero time, none sent)
+}
+
+// Stats counts the server's work.
+type Stats struct {
+	Requests    int64 // requests answered
+	Connections int64 // connections accepted
+	Bytes       int64 // bytes written to connections (headers and framing included)
+	Content     int64 // content bytes read for responses
+}
+
+// Server is a running paced server.
+type Server struct {
+	URL string // http://127.0.0.1:PORT
+
+	cfg   Config
+	files map[string]File
+	srv   *http.Server
+	ln    net.Listener
+	timer *time.Timer
+	stats struct{ requests, conns, bytes, content atomic.Int64 }
+	mu    sync.Mutex
+	done  bool
+}
+
+// Start serves files (keyed by URL path, e.g. "/model.safetensors") on a
+// free loopback port.
+func Start(cfg Config, files map[string]File) (*Server, error) {
+	if cfg.Rate < 0 || cfg.Latency < 0 || cfg.Lifetime < 0 {
+		return nil, errors.New("pacedserver: negative rate, latency or lifetime")
+	}
+	if cfg.Lifetime == 0 {
+		cfg.Lifetime = DefaultLifetime
+	}
+	fs := make(map[string]File, len(files))
+	for name, f := range files {
+		if !strings.HasPrefix(name, "/") || f.Content == nil || f.Size < 0 {
+			return nil, fmt.Errorf("pacedserver: file %q: want a path starting with / and content", name)
+		}
+		if f.ETag == "" {
+			f.ETag = etag(name, f.Size)
+		}
+		fs[name] = f
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{URL: "http://" + ln.Addr().String(), cfg: cfg, files: fs}
+	s.ln = &pacedListener{Listener: ln, s: s}
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Minute,
+	}
+	s.timer = time.AfterFunc(cfg.Lifetime, func() { s.Close() })
+	go s.srv.Serve(s.ln)
+	return s, nil
+}
+
+// Close stops the server and closes every connection.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return nil
+	}
+	s.done = true
+	s.timer.Stop()
+	return s.srv.Close()
+}
+
+// Replace serves f under name from now on (a file that changes on the
+// server, for tests of readers that must notice). The ETag is derived
+// again unless f sets one.
+func (s *Server) Replace(name string, f File) {
+	if f.ETag == "" {
+		f.ETag = etag(name, f.Size)
+	}
+	s.mu.Lock()
+	s.files[name] = f
+	s.mu.Unlock()
+}
+
+// Stats returns the counters so far.
+func (s *Server) Stats() Stats {
+	return Stats{Requests: s.stats.requests.Load(), Connections: s.stats.conns.Load(), Bytes: s.stats.bytes.Load(), Content: s.stats.content.Load()}
+}
+
+// ResetStats zeroes the counters.
+func (s *Server) ResetStats() {
+	s.stats.requests.Store(0)
+	s.stats.conns.Store(0)
+	s.stats.bytes.Store(0)
+	s.stats.content.Store(0)
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.stats.requests.Add(1)
+	s.mu.Lock()
+	f, ok := s.files[r.URL.Path]
+	s.mu.Unlock()
+	if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		http.NotFound(w, r)
+		return
+	}
+	if s.cfg.Latency > 0 {
+		t := time.NewTimer(s.cfg.Latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	w.Header().Set("ETag", f.ETag)
+	w.Header().Set("Content-Type", "application/octet-stream")
+	content := &countingReader{r: f.Content, s: s, name: r.URL.Path}
+	http.ServeContent(w, r, "", f.ModTime, io.NewSectionReader(content, 0, f.Size))
+}
+
+// countingReader counts the content bytes read for responses.
+type countingReader struct {
+	r    io.ReaderAt
+	s    *Server
+	name string
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	if n > 0 {
+		c.s.stats.content.Add(int64(n))
+		if c.s.cfg.OnRead != nil {
+			c.s.cfg.OnRead(c.name, off, int64(n))
+		}
+	}
+	return n, err
+}
+
+// pacedListener wraps accepted connections with the rate cap.
+type pacedListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l *pacedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.s.stats.conns.Add(1)
+	pc := &pacedConn{Conn: c, s: l.s}
+	if l.s.cfg.Rate > 0 {
+		// A burst of 64 KiB: enough for a write of the TCP stack's
+		// size, small enough that the cap holds at every scale that
+		// matters (a 40 MB/s connection bursts for 1.6 ms).
+		pc.lim = rate.NewLimiter(rate.Limit(l.s.cfg.Rate), burst)
+	}
+	return pc, nil
+}
+
+const burst = 64 << 10
+
+// pacedConn is a connection whose writes are held to the rate.
+type pacedConn struct {
+	net.Conn
+	s   *Server
+	lim *rate.Limiter
+}
+
+func (c *pacedConn) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), burst)
+		if c.lim != nil {
+			if err := c.lim.WaitN(context.Background(), n); err != nil {
+				return written, err
+			}
+		}
+		m, err := c.Conn.Write(p[:n])
+		written += m
+		c.s.stats.bytes.Add(int64(m))
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
+}
+
+func etag(name string, size int64) string {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return fmt.Sprintf(`"%x-%x"`, h.Sum64(), size)
+}
