@@ -20,7 +20,7 @@
 // caller hands out through [WithDestination].
 //
 // Reads: every part's bytes are cut into chunks of at most the chunk size
-// (8 MiB for remote objects, 1 MiB for local files by default; chunks
+// (16 MiB for remote objects, 1 MiB for local files by default; chunks
 // span neighbouring tensors of one file, so small tensors cost no requests
 // of their own), at most Concurrency of them in flight, each one ranged
 // read (a multi-range read for the strided runs of a column split). Remote

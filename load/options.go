@@ -17,8 +17,9 @@ const (
 	// disk's queue.
 	DefaultConcurrency = 16
 	// DefaultRemoteChunk is the largest read of a remote object: big enough
-	// that a request's latency costs little of its transfer time.
-	DefaultRemoteChunk = 8 << 20
+	// that a request's latency costs little of its transfer time (20 ms
+	// before a 16 MiB answer at 40 MB/s is 5%; at 8 MiB, 9%).
+	DefaultRemoteChunk = 16 << 20
 	// DefaultLocalChunk is the read size for local files: 16 of them stay
 	// in the CPU's cache when the bytes are discarded, and a cold disk
 	// gets a deep queue.

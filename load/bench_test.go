@@ -1,0 +1,366 @@
+package load_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gosafetensors/safetensors/internal/fetch"
+	"github.com/gosafetensors/safetensors/internal/pacedserver"
+	"github.com/gosafetensors/safetensors/load"
+	"golang.org/x/sys/unix"
+)
+
+// The benchmarks compare, in one run, the loader with the limit it works
+// against; run them on demand:
+//
+//	go test ./load -run '^$' -bench Paced -benchtime 1x
+//	go test ./load -run '^$' -bench Local -benchtime 1x
+//
+// They report throughputs in MB/s (10^6 bytes) and the ratios.
+
+// pacedSpec is a 1 GiB Llama-shaped model in 4 shards.
+var pacedSpec = pacedserver.ModelSpec{Hidden: 2048, Intermediate: 5632, Layers: 8, Vocab: 32000, Shards: 4}
+
+const (
+	pacedRate    = 40e6 // bytes per second per connection
+	pacedLatency = 20 * time.Millisecond
+)
+
+// BenchmarkPacedHTTP loads the model from a loopback server that caps each
+// connection at 40 MB/s and delays each request by 20 ms, with 16
+// connections and with 1, and measures the machine's loopback limit with
+// 16 plain parallel GETs of the same bytes from an unpaced server.
+func BenchmarkPacedHTTP(b *testing.B) {
+	files, err := pacedSpec.Model()
+	if err != nil {
+		b.Fatal(err)
+	}
+	paced, err := pacedserver.Start(pacedserver.Config{Rate: pacedRate, Latency: pacedLatency}, files)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer paced.Close()
+	raw, err := pacedserver.Start(pacedserver.Config{}, files)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	ctx := context.Background()
+	var best struct{ loop, load16, load1 float64 }
+	var total int64
+	for b.Loop() {
+		total = 0
+		for name, f := range files {
+			if strings.HasSuffix(name, ".safetensors") {
+				total += f.Size
+			}
+		}
+		best.loop = max(best.loop, loopback(b, raw.URL, files, 16))
+
+		l, err := load.Open(ctx, paced.URL+"/model.safetensors.index.json", load.WithConcurrency(16))
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := l.Discard(ctx)
+		l.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		best.load16 = max(best.load16, st.Rate()/1e6)
+		b.Logf("16 connections: %d bytes, %d chunks, %d requests in %v", st.Bytes, st.Chunks, st.Requests, st.Duration)
+
+		// One connection: a few layers (about 100 MB) are enough to
+		// see its rate.
+		l, err = load.Open(ctx, paced.URL+"/model.safetensors.index.json", load.WithConcurrency(1), load.WithFilter("*.layers.3.*"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err = l.Discard(ctx)
+		l.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		best.load1 = max(best.load1, st.Rate()/1e6)
+		b.Logf("1 connection: %d bytes, %d chunks in %v", st.Bytes, st.Chunks, st.Duration)
+	}
+	capAll := 16 * pacedRate / 1e6
+	limit := min(capAll, best.loop)
+	b.ReportMetric(capAll, "cap16_MB/s")
+	b.ReportMetric(best.loop, "loopback16_MB/s")
+	b.ReportMetric(best.load16, "load16_MB/s")
+	b.ReportMetric(best.load16/limit, "load16/limit")
+	b.ReportMetric(best.load1, "load1_MB/s")
+	b.ReportMetric(best.load1/(pacedRate/1e6), "load1/cap1")
+	b.ReportMetric(best.load16/best.load1, "load16/load1")
+	b.SetBytes(total)
+}
+
+// loopback fetches every shard with n parallel plain range GETs (like n
+// curl processes) from an unpaced server and returns MB/s.
+func loopback(b *testing.B, base string, files map[string]pacedserver.File, n int) float64 {
+	type job struct {
+		name     string
+		off, end int64
+	}
+	var jobs []job
+	var total int64
+	for name, f := range files {
+		if !strings.HasSuffix(name, ".safetensors") {
+			continue
+		}
+		total += f.Size
+		per := (f.Size + int64(n) - 1) / int64(n)
+		for off := int64(0); off < f.Size; off += per {
+			jobs = append(jobs, job{name, off, min(off+per, f.Size)})
+		}
+	}
+	client := load.HTTPClient(n)
+	ch := make(chan job)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range n {
+		wg.Go(func() {
+			for j := range ch {
+				req, _ := http.NewRequest("GET", base+j.name, nil)
+				req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", j.off, j.end-1))
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					b.Error(err)
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+	for _, j := range jobs {
+		ch <- j
+	}
+	close(ch)
+	wg.Wait()
+	return float64(total) / time.Since(start).Seconds() / 1e6
+}
+
+// localSpec is a 2 GiB Llama-shaped model in 4 shards.
+var localSpec = pacedserver.ModelSpec{Hidden: 4096, Intermediate: 11008, Layers: 4, Vocab: 32000, Shards: 4}
+
+// BenchmarkLocal loads a 2 GiB model from local files, cold (every file's
+// pages dropped from the cache with posix_fadvise(DONTNEED)) and warm,
+// against cat and dd iflag=direct bs=8M on the same files, and against
+// mmap with parallel copies through the same chunked reader. The best of
+// three rounds of each is kept.
+func BenchmarkLocal(b *testing.B) {
+	dir := os.Getenv("GOSAFETENSORS_BENCH_DIR") // a disk other than the temp one
+	if dir == "" {
+		dir = b.TempDir()
+	} else {
+		var err error
+		if dir, err = os.MkdirTemp(dir, "load-bench"); err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+	}
+	names := writeBenchModel(b, dir, localSpec)
+	var total int64
+	for _, n := range names {
+		st, _ := os.Stat(n)
+		total += st.Size()
+	}
+	ctx := context.Background()
+	rate := func(d time.Duration) float64 { return float64(total) / d.Seconds() / 1e6 }
+	timeIt := func(f func()) float64 {
+		start := time.Now()
+		f()
+		return rate(time.Since(start))
+	}
+	cat := func() { catToNull(b, names) }
+	dd := func() {
+		for _, n := range names {
+			if out, err := exec.Command("dd", "if="+n, "of=/dev/null", "bs=8M", "iflag=direct").CombinedOutput(); err != nil {
+				b.Fatalf("dd: %v: %s", err, out)
+			}
+		}
+	}
+	loadDiscard := func() {
+		l, err := load.Open(ctx, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		if _, err := l.Discard(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	loadMemory := func() {
+		l, err := load.Open(ctx, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		if _, err := l.Load(ctx, func(*load.Tensor) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mmapCopy := func() { mmapDiscard(b, names, 16, load.DefaultLocalChunk) }
+	type result struct{ cold, warm []float64 }
+	res := map[string]*result{}
+	methods := []struct {
+		name string
+		f    func()
+	}{{"cat", cat}, {"dd", dd}, {"load", loadDiscard}, {"load-memory", loadMemory}, {"mmap", mmapCopy}}
+	for _, m := range methods {
+		res[m.name] = &result{}
+	}
+	for b.Loop() {
+		for range 3 {
+			for _, m := range methods {
+				dropCache(b, names)
+				res[m.name].cold = append(res[m.name].cold, timeIt(m.f))
+			}
+			cat() // warm the cache
+			for _, m := range methods {
+				if m.name == "dd" {
+					continue // direct I/O does not use the cache
+				}
+				res[m.name].warm = append(res[m.name].warm, timeIt(m.f))
+			}
+		}
+	}
+	best := func(v []float64) float64 { return slices.Max(v) }
+	for _, m := range methods {
+		b.Logf("%-12s cold %v MB/s, warm %v MB/s", m.name, round(res[m.name].cold), round(res[m.name].warm))
+	}
+	coldLimit := max(best(res["cat"].cold), best(res["dd"].cold))
+	b.ReportMetric(best(res["cat"].cold), "cold_cat_MB/s")
+	b.ReportMetric(best(res["dd"].cold), "cold_dd_MB/s")
+	b.ReportMetric(best(res["load"].cold), "cold_load_MB/s")
+	b.ReportMetric(best(res["load"].cold)/coldLimit, "cold_load/max(cat,dd)")
+	b.ReportMetric(best(res["mmap"].cold)/coldLimit, "cold_mmap/max(cat,dd)")
+	b.ReportMetric(best(res["load-memory"].cold)/coldLimit, "cold_load-memory/max(cat,dd)")
+	b.ReportMetric(best(res["cat"].warm), "warm_cat_MB/s")
+	b.ReportMetric(best(res["load"].warm), "warm_load_MB/s")
+	b.ReportMetric(best(res["load"].warm)/best(res["cat"].warm), "warm_load/cat")
+	b.ReportMetric(best(res["mmap"].warm)/best(res["cat"].warm), "warm_mmap/cat")
+	b.ReportMetric(best(res["load-memory"].warm)/best(res["cat"].warm), "warm_load-memory/cat")
+	b.SetBytes(total)
+}
+
+func round(v []float64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x + 0.5)
+	}
+	return out
+}
+
+// writeBenchModel writes the spec's files into dir and returns the shard
+// paths, flushed to disk.
+func writeBenchModel(b *testing.B, dir string, spec pacedserver.ModelSpec) []string {
+	files, err := spec.Model()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var names []string
+	for name, f := range files {
+		p := filepath.Join(dir, name)
+		out, err := os.Create(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(out, io.NewSectionReader(f.Content, 0, f.Size)); err != nil {
+			b.Fatal(err)
+		}
+		if err := out.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		out.Close()
+		if strings.HasSuffix(name, ".safetensors") {
+			names = append(names, p)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// dropCache evicts the files' pages from the page cache.
+func dropCache(b *testing.B, names []string) {
+	for _, n := range names {
+		f, err := os.Open(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+// catToNull runs cat on the files with its output on /dev/null.
+func catToNull(b *testing.B, names []string) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer null.Close()
+	var stderr strings.Builder
+	cmd := exec.Command("cat", names...)
+	cmd.Stdout, cmd.Stderr = null, &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("cat: %v: %s", err, stderr.String())
+	}
+}
+
+// mmapDiscard maps every file and copies it out in parallel chunks into a
+// pool of buffers: the alternative to pread for local files.
+func mmapDiscard(b *testing.B, names []string, conc int, chunk int64) {
+	var srcs []fetch.Source
+	var es []fetch.Extent
+	var total int64
+	for i, n := range names {
+		f, err := os.Open(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, _ := f.Stat()
+		m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		srcs = append(srcs, fetch.Source{R: mapped(m), Name: n})
+		es = append(es, fetch.Extent{Src: i, Len: st.Size(), Item: i})
+		total += st.Size()
+	}
+	pool, _ := fetch.NewPool(conc+1, chunk)
+	_, err := fetch.Run(context.Background(), srcs, slices.Values(es), total, fetch.Config{
+		Concurrency: conc, MaxChunk: chunk, Buffers: pool.Buffers,
+		Done: func(c *fetch.Chunk, bufs [][]byte) error { pool.PutChunk(bufs); return nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+type mapped []byte
+
+func (m mapped) ReadAt(p []byte, off int64) (int, error) {
+	n := copy(p, m[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
