@@ -44,7 +44,7 @@
 // for a row split, one run per row for a column split — so the bytes read
 // by all ranks together are the model once plus (world-1) times the
 // replicated tensors. The part is exactly what Tensor.Slice (and
-// safetensors get --slice) returns for [Part.Indices]. A dimension the
+// safetensors get --slice) returns for [Part.Selectors]. A dimension the
 // world size does not divide is refused ([ErrUneven]) unless
 // WithUneven(Chunk) asks for torch.chunk's parts.
 package load

@@ -114,7 +114,7 @@ func expectPart(t testing.TB, ref map[string]*safetensors.Tensor, got *load.Tens
 		t.Fatalf("unexpected tensor %q", got.Name)
 	}
 	want := full
-	if idx := got.Indices(); idx != nil {
+	if idx := got.Selectors(); idx != nil {
 		var err error
 		if want, err = full.Slice(idx...); err != nil {
 			t.Fatalf("%s: Slice(%v): %v", got.Name, idx, err)

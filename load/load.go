@@ -57,14 +57,14 @@ type Part struct {
 	first, runLen, stride, runs int64
 }
 
-// Indices returns the part as a subscript of the tensor (nil for the
-// whole tensor): Tensor.Slice(p.Indices()...) and get --slice give the
+// Selectors returns the part as a subscript of the tensor (nil for the
+// whole tensor): Tensor.Slice(p.Selectors()...) and get --slice give the
 // same bytes.
-func (p Part) Indices() []safetensors.Index {
+func (p Part) Selectors() []safetensors.Selector {
 	if p.Split < 0 {
 		return nil
 	}
-	idx := make([]safetensors.Index, int(p.Split)+1)
+	idx := make([]safetensors.Selector, int(p.Split)+1)
 	for i := range idx {
 		idx[i] = safetensors.All()
 	}
@@ -135,15 +135,18 @@ type Loader struct {
 // index, http(s), hf://, s3://, gs://, azblob://; single or sharded) with
 // readers tuned for parallel loading: an HTTP client that keeps a
 // connection per concurrent read (HTTP/1.1: a connection's bandwidth is
-// what servers and CDNs cap) and reader concurrency bounds equal to the
-// loader's. Close the Loader to close the model.
+// what servers and CDNs cap), reader concurrency bounds equal to the
+// loader's, and no read-ahead (the loader plans its reads). Close the
+// Loader to close the model.
 func Open(ctx context.Context, loc string, opts ...Option) (*Loader, error) {
 	c, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	sopts := []source.Option{
-		source.WithRemote(remote.WithClient(HTTPClient(c.concurrency)), remote.WithConcurrency(c.concurrency)),
+		// The loader plans its own reads: a reader's read-ahead would
+		// fetch bytes twice, or bytes a rank does not need.
+		source.WithRemote(remote.WithClient(HTTPClient(c.concurrency)), remote.WithConcurrency(c.concurrency), remote.WithReadAhead(0)),
 		source.WithBlob(blobstore.WithConcurrency(c.concurrency)),
 	}
 	m, err := source.OpenModel(ctx, loc, append(sopts, c.sourceOpts...)...)
@@ -175,7 +178,10 @@ func HTTPClient(n int) *http.Client {
 
 // New plans the load of src: which tensors, which part of each, from which
 // reader. src stays the caller's (Close does not close it) and must stay
-// open while the Loader is used.
+// open while the Loader is used. A remote source is best opened as Open
+// does: remote.WithReadAhead(0) (read-ahead would fetch bytes twice, or
+// bytes a rank does not need) and a concurrency bound at least the
+// loader's.
 func New(src safetensors.Source, opts ...Option) (*Loader, error) {
 	c, err := buildConfig(opts)
 	if err != nil {

@@ -19,7 +19,9 @@ import (
 // TestTensorParallelBytes loads every rank of worlds of 1, 2 and 4 from a
 // loopback server that counts the tensor-data bytes it sends: over all
 // ranks they are the model once plus (world-1) times the replicated
-// tensors, and each rank's parts are exactly the reference's slices.
+// tensors (plus the few bytes past each header that opening a shard reads
+// to detect its format), not world times the model, and each rank's parts
+// are exactly the reference's slices.
 func TestTensorParallelBytes(t *testing.T) {
 	files, err := small.Model()
 	if err != nil {
@@ -103,8 +105,12 @@ func TestTensorParallelBytes(t *testing.T) {
 			}
 			t.Logf("world %d: the opens read %d data bytes per shard and rank", world, opened/int64(world*small.Shards))
 			want := model + int64(world-1)*replicated
-			if moved != want || loaded != want {
-				t.Fatalf("world %d: %d data bytes moved, %d loaded; want model %d + %d × replicated %d = %d", world, moved, loaded, model, world-1, replicated, want)
+			// The loads deliver exactly the model plus the replicas; the
+			// server sends those bytes once, and what the opens fetched
+			// (cached by the readers, and counted above) at most once more.
+			if loaded != want || moved+opened < want || moved+opened > want+opened {
+				t.Fatalf("world %d: %d data bytes moved by the loads, %d by the opens, %d loaded; want model %d + %d × replicated %d = %d",
+					world, moved, opened, loaded, model, world-1, replicated, want)
 			}
 			if world > 1 {
 				// Only the norms are replicated in this model.
