@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // modelWithConfig is a directory holding a small model and the real
@@ -82,5 +85,46 @@ func TestEstimateColumns(t *testing.T) {
 			t.Errorf("ragged: %q is %d wide, the others %d", l, len(l), end)
 		}
 		end = len(l)
+	}
+}
+
+// TestEstimateServingHub: hf://org/model reads config.json from the repo
+// beside the weights, through the Hub client (a Hub-shaped loopback server).
+func TestEstimateServingHub(t *testing.T) {
+	dir := modelWithConfig(t, "mistral_7b_v0.1.json")
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/models/org/model") {
+			json.NewEncoder(w).Encode(map[string]any{"sha": commit, "siblings": []map[string]string{
+				{"rfilename": "config.json"}, {"rfilename": "model.safetensors"}}})
+			return
+		}
+		rest, ok := strings.CutPrefix(r.URL.Path, "/org/model/resolve/")
+		_, file, _ := strings.Cut(rest, "/")
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if !ok || err != nil {
+			w.Header().Set("X-Error-Code", "EntryNotFound")
+			http.Error(w, "no such file", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("X-Repo-Commit", commit)
+		w.Header().Set("ETag", `"`+file+`"`)
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
+	}))
+	defer srv.Close()
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_HOME", t.TempDir())
+	// Mistral: a 32768-token context caches the 4096-token window per layer.
+	code, out, errOut := runCLI(t, "estimate", "hf://org/model", "--context", "32768", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var j estimateJSON
+	if err := json.Unmarshal([]byte(out), &j); err != nil || j.Serving == nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if j.Serving.KVCachePerDevice != 4096*131072 || j.Serving.SlidingLayers != 32 || j.Serving.SlidingWindow != 4096 {
+		t.Errorf("%+v", *j.Serving)
 	}
 }
