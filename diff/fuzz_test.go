@@ -3,6 +3,7 @@ package diff_test
 import (
 	"bytes"
 	"context"
+	"math"
 	"testing"
 
 	"github.com/gosafetensors/safetensors"
@@ -14,6 +15,7 @@ import (
 func FuzzCompare(f *testing.F) {
 	f.Add([]byte{0, 0, 0x80, 0x3F, 0, 0, 0xC0, 0x7F}, []byte{0, 0, 0x80, 0x3F, 0, 0, 0x80, 0x7F}, uint8(safetensors.F32))
 	f.Add([]byte{1, 2, 3, 4}, []byte{1, 2, 3, 5}, uint8(safetensors.I16))
+	f.Add([]byte{0, 0, 0x80, 0x3F, 0, 0, 0x80, 0x40, 0, 0, 0x80, 0x7F, 0, 0, 0, 0}, []byte{0, 0, 0x80, 0x3F, 0, 0, 0, 0, 0, 0, 0x80, 0x7F, 0, 0, 0x80, 0x3F}, uint8(safetensors.C64))
 	f.Fuzz(func(t *testing.T, a, b []byte, d uint8) {
 		dt := safetensors.DType(d % uint8(len(safetensors.DTypes())))
 		n := min(len(a), len(b))
@@ -41,10 +43,15 @@ func FuzzCompare(f *testing.F) {
 		if got.Identical != (string(a) == string(b)) {
 			t.Fatalf("identical %v for %x %x", got.Identical, a, b)
 		}
-		dec := dt
-		if dt == safetensors.C64 {
-			dec = safetensors.F32
+		if dt == safetensors.C64 { // complex elements: the reference of the dtype tests
+			w := want(t, dt, dt, a, b, 0)
+			if got.Count != w.Count || got.Differing != w.Differing || math.Float64bits(got.MaxAbs) != math.Float64bits(w.MaxAbs) ||
+				math.Float64bits(got.MaxRel) != math.Float64bits(w.MaxRel) {
+				t.Fatalf("C64: %+v, want %+v", got, w)
+			}
+			return
 		}
+		dec := dt
 		if !safetensors.CanDecode(dec) || dt == safetensors.I64 || dt == safetensors.U64 {
 			return
 		}
