@@ -1,64 +1,98 @@
 // Package blobstore reads objects in cloud storage — S3 and S3-compatible
-// stores, Google Cloud Storage, Azure Blob Storage, local directories —
-// through gocloud.dev/blob, as io.ReaderAt with the rules of package remote:
-// the object's size, modification time and ETag are pinned when it is opened
-// and checked on every read (S3 reads also send If-Match), a short or long
-// read is an error, and errors are I/O errors wrapped with %w. Retries are
-// the SDKs' own.
+// stores, Google Cloud Storage, Azure Blob Storage, local directories — as
+// io.ReaderAt with the rules of package remote: the object's size,
+// modification time and version (ETag, generation) are pinned when it is
+// opened and checked on every read (reads also send If-Match), a short or
+// long read is an error, and errors are I/O errors wrapped with %w. Retries
+// are the SDKs' own.
 //
 // Locations are URLs: s3://BUCKET/KEY?region=..&endpoint=..&use_path_style=true,
-// gs://BUCKET/KEY, azblob://CONTAINER/KEY, file:///DIR/FILE (the directory is
-// the bucket) and mem:// (an empty in-memory bucket; use [NewObject] with a
-// bucket of your own). Credentials come from each SDK's standard chain
-// (AWS_* variables and ~/.aws, Application Default Credentials,
-// AZURE_STORAGE_* variables).
+// gs://BUCKET/KEY, azblob://CONTAINER/KEY, file:///DIR/FILE (the directory
+// is the bucket). A key is the URL's path, percent-decoded, byte for byte:
+// object URLs made by a listing escape every byte a URL cannot carry, so
+// that any key the store holds opens under its real name.
 //
-// This is the only package of the module that imports cloud SDKs.
+// # Drivers
+//
+// This package imports no cloud SDK. As with gocloud.dev/blob, the
+// application chooses the stores it reads by importing drivers for their
+// side effect:
+//
+//	import _ "github.com/gosafetensors/safetensors/remote/blobstore/s3store"    // s3://
+//	import _ "github.com/gosafetensors/safetensors/remote/blobstore/gcsstore"   // gs://
+//	import _ "github.com/gosafetensors/safetensors/remote/blobstore/azurestore" // azblob://
+//
+// file:// is built in. A URL whose driver is not linked in fails with
+// [ErrNoDriver]. Credentials come from each SDK's standard chain (AWS_*
+// variables and ~/.aws, Application Default Credentials, AZURE_STORAGE_*
+// variables).
+//
+// # Many objects
+//
+// [Open] opens one bucket client for one object (and its siblings). To read
+// many objects of a bucket — an audit of a prefix — use a [Pool]: one
+// client, one bounded connection pool per bucket URL, shared by every
+// object and listing, closed with the pool. [Objects] streams a listing
+// without holding it in memory.
 package blobstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path"
+	"regexp"
 	"strings"
-	"sync"
-
-	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob://
-	_ "gocloud.dev/blob/fileblob"  // file://
-	_ "gocloud.dev/blob/gcsblob"   // gs://
-	_ "gocloud.dev/blob/memblob"   // mem://
-	_ "gocloud.dev/blob/s3blob"    // s3://
 
 	"github.com/gosafetensors/safetensors/remote"
+	"github.com/gosafetensors/safetensors/remote/blobstore/internal/driver"
 )
 
-// Schemes are the URL schemes this package opens.
-var Schemes = []string{"s3", "gs", "azblob", "file", "mem"}
+// ErrNoDriver reports a bucket URL whose scheme no linked-in driver serves.
+var ErrNoDriver = errors.New("no driver for this bucket URL scheme is linked into the program")
 
-// IsURL reports whether s starts with one of [Schemes] and "://".
-func IsURL(s string) bool {
-	for _, sc := range Schemes {
-		if strings.HasPrefix(s, sc+"://") {
-			return true
-		}
-	}
-	return false
+// wellKnown are the schemes [IsURL] recognises even when their driver is
+// not linked in, so that such a URL fails with [ErrNoDriver] rather than
+// being taken for a local path.
+var wellKnown = map[string]string{
+	"s3":     "github.com/gosafetensors/safetensors/remote/blobstore/s3store",
+	"gs":     "github.com/gosafetensors/safetensors/remote/blobstore/gcsstore",
+	"azblob": "github.com/gosafetensors/safetensors/remote/blobstore/azurestore",
+	"file":   "",
 }
 
-// SplitURL splits an object (or prefix) URL into the bucket URL gocloud
-// opens and the key (or prefix) inside it. For file:// the directory of the
-// path is the bucket; a URL ending in '/' names the directory itself with an
-// empty key.
+// Schemes returns the URL schemes that drivers linked into the program
+// serve, sorted.
+func Schemes() []string { return driver.Schemes() }
+
+// IsURL reports whether s is a bucket URL: scheme:// with a scheme a
+// linked-in driver serves, or one of s3, gs, azblob and file.
+func IsURL(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
+		return false
+	}
+	if _, ok := wellKnown[scheme]; ok {
+		return true
+	}
+	if scheme == "http" || scheme == "https" || scheme == "hf" {
+		return false
+	}
+	_, ok = driver.Lookup(scheme)
+	return ok
+}
+
+// SplitURL splits an object (or prefix) URL into the bucket URL and the
+// key (or prefix) inside it. For file:// the directory of the path is the
+// bucket; a URL ending in '/' names the directory itself with an empty key.
 func SplitURL(raw string) (bucketURL, key string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %v", remote.ErrInvalidURL, err)
+		return "", "", fmt.Errorf("%w: %v", remote.ErrInvalidURL, redactText(err.Error()))
 	}
 	if !IsURL(raw) {
-		return "", "", fmt.Errorf("%w: %q: want one of %v followed by ://", remote.ErrInvalidURL, redact(u), Schemes)
+		return "", "", fmt.Errorf("%w: %q: want a bucket URL (%s://)", remote.ErrInvalidURL, redact(u), strings.Join(Schemes(), "://, "))
 	}
 	if u.User != nil || u.Fragment != "" {
 		return "", "", fmt.Errorf("%w: %q: credentials and fragments are not allowed in the URL", remote.ErrInvalidURL, redact(u))
@@ -66,125 +100,72 @@ func SplitURL(raw string) (bucketURL, key string, err error) {
 	b := *u
 	if u.Scheme == "file" {
 		if u.Host != "" && u.Host != "localhost" {
-			return "", "", fmt.Errorf("%w: %q: file URLs must be file:///absolute/path", remote.ErrInvalidURL, raw)
+			return "", "", fmt.Errorf("%w: %q: file URLs must be file:///absolute/path", remote.ErrInvalidURL, redact(u))
 		}
 		dir, file := path.Split(u.Path)
 		if dir == "" || !path.IsAbs(dir) {
-			return "", "", fmt.Errorf("%w: %q: file URLs must be file:///absolute/path", remote.ErrInvalidURL, raw)
+			return "", "", fmt.Errorf("%w: %q: file URLs must be file:///absolute/path", remote.ErrInvalidURL, redact(u))
 		}
-		b.Path, b.RawPath = strings.TrimSuffix(dir, "/"), ""
+		b.Host, b.Path, b.RawPath = "", strings.TrimSuffix(dir, "/"), ""
 		if b.Path == "" {
 			b.Path = "/"
 		}
 		return b.String(), file, nil
 	}
-	if u.Host == "" && u.Scheme != "mem" {
+	if u.Host == "" {
 		return "", "", fmt.Errorf("%w: %q: no bucket", remote.ErrInvalidURL, redact(u))
 	}
 	b.Path, b.RawPath = "", ""
 	return b.String(), strings.TrimPrefix(u.Path, "/"), nil
 }
 
-// objectURL joins a bucket URL and a key back into an object URL.
+// objectURL joins a bucket URL and a key back into an object URL that
+// SplitURL splits into the same key, whatever bytes it holds: the path is
+// percent-encoded, and a trailing '/' is written %2F so that the URL of an
+// object is never taken for a prefix.
 func objectURL(bucketURL, key string) string {
 	u, err := url.Parse(bucketURL)
 	if err != nil {
-		return bucketURL + "/" + key
+		return bucketURL + "/" + url.PathEscape(key)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + key
-	u.RawPath = ""
+	u.RawPath = escapePath(u.Path)
 	return u.String()
 }
 
-// redact drops the query (it may hold endpoints and, for some drivers,
-// secrets) for messages.
+// escapePath percent-encodes p for a URL path: '/' stays a separator except
+// at the end, every byte outside the unreserved set and a few sub-delims is
+// encoded (so control bytes, '?', '#', '%' and invalid UTF-8 survive).
+func escapePath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '/' && i < len(p)-1:
+			b.WriteByte(c)
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '-', c == '.', c == '_', c == '~', c == '!', c == '$', c == '&',
+			c == '\'', c == '(', c == ')', c == '*', c == '+', c == ',', c == ';',
+			c == '=', c == ':', c == '@':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// redact drops the userinfo and the query (it holds endpoints and, for some
+// drivers, secrets such as SAS tokens) for messages.
 func redact(u *url.URL) string {
 	v := *u
 	v.User = nil
-	q := v.RawQuery != ""
-	v.RawQuery, v.Fragment = "", ""
+	q := v.RawQuery != "" || v.ForceQuery
+	v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = "", false, "", ""
 	if q {
 		return v.String() + "?…"
 	}
 	return v.String()
-}
-
-// ObjectInfo describes a listed object.
-type ObjectInfo struct {
-	URL     string // the object's URL (with the prefix URL's query)
-	Key     string
-	Size    int64
-	ModTime string // RFC 3339, "" if unknown
-}
-
-// List returns the objects whose keys start with the prefix named by
-// prefixURL (e.g. s3://bucket/models/), sorted by key, at most
-// WithMaxObjects of them (more is an error rather than a silent cut).
-func List(ctx context.Context, prefixURL string, opts ...Option) ([]ObjectInfo, error) {
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	bucketURL, prefix, err := SplitURL(prefixURL)
-	if err != nil {
-		return nil, err
-	}
-	b, err := openBucket(ctx, bucketURL)
-	if err != nil {
-		return nil, fmt.Errorf("%s: opening bucket: %w", redactString(prefixURL), err)
-	}
-	defer b.Close()
-	return listBucket(ctx, b, bucketURL, prefix, cfg.maxObjects, redactString(prefixURL))
-}
-
-func listBucket(ctx context.Context, b *blob.Bucket, bucketURL, prefix string, limit int, name string) ([]ObjectInfo, error) {
-	var out []ObjectInfo
-	// Every request is counted (gocloud's ListPage fetches pages until it
-	// has pageSize objects), so that a server that answers every page with
-	// a new continuation token and no keys cannot keep a listing going.
-	const pageSize = 1000
-	maxRequests := 1000 + limit/pageSize
-	requests := 0
-	errEndless := fmt.Errorf("%s: listing: more than %d list requests: the server does not end its listing", name, maxRequests)
-	opts := &blob.ListOptions{Prefix: prefix, BeforeList: func(func(any) bool) error {
-		requests++
-		if requests > maxRequests {
-			return errEndless
-		}
-		return nil
-	}}
-	token := blob.FirstPageToken
-	seen := map[string]bool{}
-	for {
-		objs, next, err := b.ListPage(ctx, token, pageSize, opts)
-		if err != nil {
-			if requests > maxRequests {
-				return out, errEndless
-			}
-			return out, fmt.Errorf("%s: listing: %w", name, err)
-		}
-		for _, o := range objs {
-			if o.IsDir {
-				continue
-			}
-			if len(out) >= limit {
-				return out, fmt.Errorf("%s: more than %d objects (raise the limit with WithMaxObjects)", name, limit)
-			}
-			info := ObjectInfo{URL: objectURL(bucketURL, o.Key), Key: o.Key, Size: o.Size}
-			if !o.ModTime.IsZero() {
-				info.ModTime = o.ModTime.UTC().Format("2006-01-02T15:04:05Z07:00")
-			}
-			out = append(out, info)
-		}
-		if len(next) == 0 {
-			return out, nil
-		}
-		if seen[string(next)] {
-			return out, fmt.Errorf("%s: listing: the server repeats a continuation token", name)
-		}
-		seen[string(next)] = true
-		token = next
-	}
 }
 
 func redactString(s string) string {
@@ -195,20 +176,57 @@ func redactString(s string) string {
 	return redact(u)
 }
 
-var quietChecksums sync.Once
+// urlQuery matches the query (and userinfo-free tail) of a URL inside an
+// error message: SDK and net/http errors quote the request URL, whose query
+// may carry a signature, a SAS token or an access key.
+var (
+	urlQuery    = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'?]*)\?[^\s"']*`)
+	urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^\s"'/@]*@`)
+)
 
-// openBucket opens a bucket URL through gocloud. For S3 it first makes the
-// SDK validate response checksums only when the API requires it (unless
-// AWS_RESPONSE_CHECKSUM_VALIDATION says otherwise): the reads here are
-// byte ranges, which a whole-object checksum cannot cover, and the default
-// makes the SDK print a DEBUG line to stderr for every one of them.
-func openBucket(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
-	if strings.HasPrefix(bucketURL, "s3://") {
-		quietChecksums.Do(func() {
-			if os.Getenv("AWS_RESPONSE_CHECKSUM_VALIDATION") == "" {
-				os.Setenv("AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required")
-			}
-		})
+// redactText removes URL queries and userinfo from a message.
+func redactText(s string) string {
+	s = urlUserinfo.ReplaceAllString(s, "$1")
+	return urlQuery.ReplaceAllString(s, "$1?…")
+}
+
+// redactedError is an error whose message has URL queries and userinfo
+// removed; errors.Is and errors.As still see the original.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// sanitize wraps a driver's error so that its message carries no URL query
+// nor credentials.
+func sanitize(err error) error {
+	if err == nil {
+		return nil
 	}
-	return blob.OpenBucket(ctx, bucketURL)
+	msg := err.Error()
+	if r := redactText(msg); r != msg {
+		return &redactedError{msg: r, err: err}
+	}
+	return err
+}
+
+// openDriver opens the bucket at bucketURL with the driver of its scheme.
+func openDriver(ctx context.Context, bucketURL string, cfg config) (driver.Bucket, error) {
+	u, err := url.Parse(bucketURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", remote.ErrInvalidURL, redactText(err.Error()))
+	}
+	open, ok := driver.Lookup(u.Scheme)
+	if !ok {
+		hint := ""
+		if pkg := wellKnown[u.Scheme]; pkg != "" {
+			hint = "; import " + pkg
+		}
+		return nil, fmt.Errorf("%w: %s:// (linked in: %s%s)", ErrNoDriver, u.Scheme, strings.Join(Schemes(), ", "), hint)
+	}
+	b, err := open(ctx, u, driver.Config{MaxConns: cfg.maxConns})
+	return b, sanitize(err)
 }

@@ -22,6 +22,7 @@ import (
 
 	safetensors "github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/remote"
+	_ "github.com/gosafetensors/safetensors/remote/blobstore/s3store"
 )
 
 func randomBytes(n int, seed uint64) []byte {

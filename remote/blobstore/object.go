@@ -9,10 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
-
 	"github.com/gosafetensors/safetensors/remote"
+	"github.com/gosafetensors/safetensors/remote/blobstore/internal/driver"
 	"github.com/gosafetensors/safetensors/remote/internal/runs"
 )
 
@@ -34,7 +32,7 @@ type Object struct {
 // shared is what an object and its siblings share: the bucket (closed with
 // the last of them, when owned), the bound on reads in flight, the options.
 type shared struct {
-	bucket    *blob.Bucket
+	bucket    driver.Bucket
 	bucketURL string
 	owned     bool
 	refs      atomic.Int64
@@ -50,22 +48,24 @@ type Stats struct {
 
 type stats struct{ requests, bytes atomic.Int64 }
 
-// Open opens the object at an s3://, gs://, azblob://, file:// or mem:// URL
-// with one range read of its first bytes (see [WithPrefetch]). ctx bounds
-// the open and every later ReadAt. Close closes the bucket.
+// Open opens the object at a bucket URL (s3://, gs://, azblob://, file://,
+// or any scheme a linked-in driver serves) with one range read of its first
+// bytes (see [WithPrefetch]). ctx bounds the open and every later ReadAt.
+// Without [WithPool], the object has a bucket client of its own, closed
+// with the object and its siblings.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Object, error) {
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	bucketURL, key, err := SplitURL(rawURL)
+	if cfg.pool != nil {
+		return cfg.pool.Open(ctx, rawURL)
+	}
+	bucketURL, key, err := splitObjectURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	if key == "" {
-		return nil, fmt.Errorf("%w: %s names a bucket or directory, not an object", remote.ErrInvalidURL, redactString(rawURL))
-	}
-	b, err := openBucket(ctx, bucketURL)
+	b, err := openDriver(ctx, bucketURL, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: opening bucket: %w", redactString(rawURL), err)
 	}
@@ -73,18 +73,16 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Object, error) {
 	return sh.open(ctx, key) // on error, the bucket is closed by release
 }
 
-// NewObject opens key in a bucket the caller owns (Close leaves it open);
-// bucketURL is only used to name the object in messages and siblings.
-func NewObject(ctx context.Context, b *blob.Bucket, bucketURL, key string, opts ...Option) (*Object, error) {
-	cfg, err := buildConfig(opts)
+// splitObjectURL is SplitURL for a URL that must name an object.
+func splitObjectURL(rawURL string) (bucketURL, key string, err error) {
+	bucketURL, key, err = SplitURL(rawURL)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	if b == nil || key == "" {
-		return nil, errors.New("blobstore: NewObject needs a bucket and a key")
+	if key == "" {
+		return "", "", fmt.Errorf("%w: %s names a bucket or directory, not an object", remote.ErrInvalidURL, redactString(rawURL))
 	}
-	sh := &shared{bucket: b, bucketURL: bucketURL, sem: make(chan struct{}, cfg.concurrency), cfg: cfg}
-	return sh.open(ctx, key)
+	return bucketURL, key, nil
 }
 
 // Sibling opens the object at rel, a path relative to this object's
@@ -112,31 +110,22 @@ func (sh *shared) open(ctx context.Context, key string) (*Object, error) {
 	}
 	defer func() { <-sh.sem }()
 	o.stats.requests.Add(1)
-	r, err := sh.bucket.NewRangeReader(ctx, key, 0, n, nil)
+	r, err := sh.bucket.NewRangeReader(ctx, key, 0, n, "")
 	if err != nil {
-		// An empty object cannot be read at range 0-n on some stores
-		// (S3 answers InvalidRange); its attributes say what it is.
-		if gcerrors.Code(err) != gcerrors.NotFound {
-			o.stats.requests.Add(1)
-			if a, aerr := sh.bucket.Attributes(ctx, key); aerr == nil && a.Size == 0 {
-				o.etag, o.modTime, o.prefix = a.ETag, a.ModTime, []byte{}
-				return o, nil
-			}
-		}
 		sh.release()
-		return nil, o.ioError("open", -1, -1, err)
+		return nil, o.ioError("open", -1, -1, sanitize(err))
 	}
-	defer r.Close()
-	o.size, o.modTime, o.etag = r.Size(), r.ModTime(), version(r)
-	want := min(n, o.size)
+	defer r.Body.Close()
+	o.size, o.modTime, o.etag = r.Size, r.ModTime, r.Version
 	if o.size < 0 {
 		sh.release()
 		return nil, o.ioError("open", -1, -1, fmt.Errorf("%w: negative object size %d", remote.ErrProtocol, o.size))
 	}
+	want := min(n, o.size)
 	buf := make([]byte, want) // at most the prefetch length
-	if err := readExact(r, buf, &o.stats); err != nil {
+	if err := readExact(r.Body, buf, &o.stats); err != nil {
 		sh.release()
-		return nil, o.ioError("open", 0, want, err)
+		return nil, o.ioError("open", 0, want, sanitize(err))
 	}
 	o.prefix = buf
 	return o, nil
@@ -153,7 +142,7 @@ func (sh *shared) acquire(ctx context.Context) error {
 
 func (sh *shared) release() {
 	if sh.refs.Add(-1) == 0 && sh.owned {
-		sh.bucket.Close()
+		_ = sh.bucket.Close() // the bytes were read; closing a client cannot undo that
 	}
 }
 
@@ -188,8 +177,8 @@ func (o *Object) Name() string { return o.name }
 func (o *Object) Key() string { return o.key }
 
 // ETag returns the version pinned at open: the ETag on S3 and Azure,
-// "generation N" on GCS, "" where the store reports none on reads (fileblob,
-// memblob: size and modification time are checked instead).
+// "generation N" on GCS, "" where the store reports none on reads (file://,
+// size and modification time are checked instead).
 func (o *Object) ETag() string { return o.etag }
 
 // ModTime returns the modification time pinned at open.
@@ -200,8 +189,8 @@ func (o *Object) Stats() Stats {
 	return Stats{Requests: o.stats.requests.Load(), Bytes: o.stats.bytes.Load()}
 }
 
-// Close releases the object; the bucket is closed with the last object
-// opened from it (unless it was given to NewObject).
+// Close releases the object; a bucket of its own is closed with the last
+// object opened from it (a pool's bucket stays open until the pool closes).
 func (o *Object) Close() error {
 	if o.closed.Swap(true) {
 		return nil
@@ -288,36 +277,33 @@ func (o *Object) readSpan(ctx context.Context, s runs.Span) error {
 	}
 	defer func() { <-o.shared.sem }()
 	o.stats.requests.Add(1)
-	r, err := o.shared.bucket.NewRangeReader(ctx, o.key, s.Off, s.Len(), pinned(o.etag))
+	r, err := o.shared.bucket.NewRangeReader(ctx, o.key, s.Off, s.Len(), o.etag)
 	if err != nil {
-		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
-			err = fmt.Errorf("%w: %w", remote.ErrObjectChanged, err)
-		}
-		return o.ioError("read", s.Off, s.Len(), err)
+		return o.ioError("read", s.Off, s.Len(), sanitize(err))
 	}
-	defer r.Close()
+	defer r.Body.Close()
 	if err := o.checkIdentity(r); err != nil {
 		return o.ioError("read", s.Off, s.Len(), err)
 	}
-	cr := &countingReader{r: r, st: &o.stats}
+	cr := &countingReader{r: r.Body, st: &o.stats}
 	if err := runs.Fill(cr, s); err != nil {
-		return o.ioError("read", s.Off, s.Len(), err)
+		return o.ioError("read", s.Off, s.Len(), sanitize(err))
 	}
 	var one [1]byte
-	if m, _ := r.Read(one[:]); m > 0 {
+	if m, _ := r.Body.Read(one[:]); m > 0 {
 		return o.ioError("read", s.Off, s.Len(), fmt.Errorf("%w: read returned more than the %d bytes asked for", remote.ErrProtocol, s.Len()))
 	}
 	return nil
 }
 
-func (o *Object) checkIdentity(r *blob.Reader) error {
-	if sz := r.Size(); sz != o.size {
-		return fmt.Errorf("%w: %s: size was %d, now %d", remote.ErrObjectChanged, o.name, o.size, sz)
+func (o *Object) checkIdentity(r *driver.Reader) error {
+	if r.Size != o.size {
+		return fmt.Errorf("%w: %s: size was %d, now %d", remote.ErrObjectChanged, o.name, o.size, r.Size)
 	}
-	if m := r.ModTime(); !o.modTime.IsZero() && !m.IsZero() && !m.Equal(o.modTime) {
+	if m := r.ModTime; !o.modTime.IsZero() && !m.IsZero() && !m.Equal(o.modTime) {
 		return fmt.Errorf("%w: %s: modified at %v, now %v", remote.ErrObjectChanged, o.name, o.modTime, m)
 	}
-	if e := version(r); o.etag != "" && e != "" && e != o.etag {
+	if e := r.Version; o.etag != "" && e != "" && e != o.etag {
 		return fmt.Errorf("%w: %s: version was %s, now %s", remote.ErrObjectChanged, o.name, o.etag, e)
 	}
 	return nil

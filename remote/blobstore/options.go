@@ -12,18 +12,22 @@ const (
 	DefaultPrefetch    = 100_000 + 8
 	DefaultConcurrency = 8
 	DefaultMaxObjects  = 100_000
+	DefaultMaxConns    = 64
 	maxPrefetch        = 64 << 20
 )
 
-// An Option configures [Open], [NewObject] and [List]; invalid values are
-// rejected with an error.
+// An Option configures [Open], [List], [Objects] and [NewPool]; invalid
+// values are rejected with an error. A pool's objects and listings take
+// the pool's options.
 type Option func(*config) error
 
 type config struct {
 	prefetch    int64
 	concurrency int
 	coalesceGap int64
-	maxObjects  int
+	maxObjects  int // 0: no limit
+	maxConns    int
+	pool        *Pool
 }
 
 // ErrOption reports an invalid option value (a nil Option included). It is
@@ -31,7 +35,7 @@ type config struct {
 var ErrOption = remote.ErrOption
 
 func buildConfig(opts []Option) (config, error) {
-	c := config{prefetch: DefaultPrefetch, concurrency: DefaultConcurrency, coalesceGap: 64 << 10, maxObjects: DefaultMaxObjects}
+	c := config{prefetch: DefaultPrefetch, concurrency: DefaultConcurrency, coalesceGap: 64 << 10, maxConns: DefaultMaxConns}
 	var errs []error
 	for _, o := range opts {
 		if o == nil {
@@ -83,14 +87,42 @@ func WithCoalesceGap(gap int64) Option {
 	}
 }
 
-// WithMaxObjects bounds how many objects [List] returns before failing
-// (default [DefaultMaxObjects]).
+// WithMaxObjects bounds how many objects a listing yields before failing
+// (default: [DefaultMaxObjects] for [List], which holds them all in memory;
+// no bound for [Objects], which streams them).
 func WithMaxObjects(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
 			return fmt.Errorf("blobstore: max objects %d must be positive", n)
 		}
 		c.maxObjects = n
+		return nil
+	}
+}
+
+// WithMaxConns bounds the connections one bucket client holds open to its
+// store (default [DefaultMaxConns]); they are reused across objects and
+// closed with the bucket.
+func WithMaxConns(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 4096 {
+			return fmt.Errorf("blobstore: max connections %d out of range [1, 4096]", n)
+		}
+		c.maxConns = n
+		return nil
+	}
+}
+
+// WithPool makes [Open], [List] and [Objects] use p's bucket clients (and
+// p's options) instead of opening a client of their own; this is how code
+// that opens objects by URL, such as package source, shares one client per
+// bucket.
+func WithPool(p *Pool) Option {
+	return func(c *config) error {
+		if p == nil {
+			return errors.New("blobstore: WithPool(nil)")
+		}
+		c.pool = p
 		return nil
 	}
 }
