@@ -1,3 +1,5 @@
+//go:build !nos3
+
 package main
 
 // The bucket stores the CLI reads. S3 (and S3-compatible stores) are in
@@ -7,4 +9,5 @@ package main
 // docs/build.md for the measurements.
 //
 //	go install -tags gcs,azure ./cmd/safetensors   # or -tags allclouds
+//	go install -tags nos3 ./cmd/safetensors        # no cloud SDK at all
 import _ "github.com/gosafetensors/safetensors/remote/blobstore/s3store" // s3://

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -79,8 +80,10 @@ func splitObjectURL(rawURL string) (bucketURL, key string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	if key == "" {
-		return "", "", fmt.Errorf("%w: %s names a bucket or directory, not an object", remote.ErrInvalidURL, redactString(rawURL))
+	// A path ending in '/' names a prefix (an object whose key ends in '/'
+	// has an object URL ending in %2F).
+	if p, _, _ := strings.Cut(rawURL, "?"); key == "" || strings.HasSuffix(p, "/") {
+		return "", "", fmt.Errorf("%w: %s names a bucket, directory or prefix, not an object", remote.ErrInvalidURL, redactString(rawURL))
 	}
 	return bucketURL, key, nil
 }
