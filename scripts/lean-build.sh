@@ -22,12 +22,13 @@ export GOMODCACHE="$tmp/mod" GOCACHE="$tmp/cache" GOFLAGS=-buildvcs=false
 first=(go run ${tags:+-tags "$tags"} ./cmd/safetensors inspect testdata/torch/tiny_transformer.safetensors)
 echo "== ${first[*]} (empty caches; load $(cut -d' ' -f1-3 /proc/loadavg))"
 start=$(date +%s.%N)
-/usr/bin/time -f "%M" -o "$tmp/rss" "${first[@]}" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+/usr/bin/time -f "%M %U %S" -o "$tmp/rss" "${first[@]}" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
 end=$(date +%s.%N)
 dl=$(du -sb "$GOMODCACHE/cache/download" | cut -f1)
 disk=$(du -sb "$GOMODCACHE" | cut -f1)
-printf 'first run: %.0f s, downloaded %d MB, module cache %d MB, peak RSS of go %d MB\n' \
-	"$(echo "$end - $start" | bc)" $((dl / 1000000)) $((disk / 1000000)) $(($(cat "$tmp/rss") / 1024))
+read -r rss usr sys <"$tmp/rss"
+printf 'first run: %.0f s wall, %.0f s CPU (user+sys), downloaded %d MB, module cache %d MB, peak RSS %d MB\n' \
+	"$(echo "$end - $start" | bc)" "$(echo "$usr + $sys" | bc)" $((dl / 1000000)) $((disk / 1000000)) $((rss / 1024))
 bin="$tmp/safetensors"
 go build ${tags:+-tags "$tags"} -o "$bin" ./cmd/safetensors
 echo "binary: $(($(stat -c %s "$bin") / 1000000)) MB; packages: $(go list ${tags:+-tags "$tags"} -deps ./cmd/safetensors | wc -l)"
