@@ -39,13 +39,16 @@ type conn struct {
 	authScheme string // and its scheme
 	token      string
 	noMulti    atomic.Bool  // a server answered a multi-range request badly
+	multi      multiLimits  // what its servers accept in one multi-range request
 	hint       atomic.Int64 // adaptive prefetch: largest header seen
 }
 
 func newConn(cfg config) *conn {
 	cl := *cfg.client
 	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &conn{cfg: cfg, client: &cl, sem: make(chan struct{}, cfg.concurrency)}
+	c := &conn{cfg: cfg, client: &cl, sem: make(chan struct{}, cfg.concurrency)}
+	c.multi.init(cfg.maxRanges, cfg.maxRangeBytes, cfg.multiFixed)
+	return c
 }
 
 const maxRedirects = 10

@@ -47,6 +47,7 @@ type config struct {
 	coalesceGap   int64
 	readAhead     int64
 	multiRange    bool
+	multiFixed    bool // limits set by WithMultiRange: they do not grow
 	userAgent     string
 	trust         bool // read objects no validator pins
 
@@ -197,6 +198,10 @@ func WithConcurrency(n int) Option {
 // WithMultiRange sets the limits of one multi-range request made by
 // [File.ReadRuns]: at most ranges ranges and a Range header of at most
 // headerBytes bytes. WithMultiRange(1, ...) disables multi-range requests.
+// By default the limits are [DefaultMaxRanges] and [DefaultMaxRangeBytes]
+// until a server has answered a multi-range request well, then up to 16,384
+// ranges and 256 KiB (smaller again for a server that refuses them as too
+// large); limits set with this option stay as they are.
 func WithMultiRange(ranges, headerBytes int) Option {
 	return func(o *config) error {
 		if ranges < 1 || ranges > 10000 {
@@ -206,7 +211,7 @@ func WithMultiRange(ranges, headerBytes int) Option {
 			return fmt.Errorf("remote: Range header limit %d out of range [64, 65536]", headerBytes)
 		}
 		o.maxRanges, o.maxRangeBytes = ranges, headerBytes
-		o.multiRange = ranges > 1
+		o.multiRange, o.multiFixed = ranges > 1, true
 		return nil
 	}
 }

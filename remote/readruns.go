@@ -42,6 +42,28 @@ func (f *File) ReadRunsContext(ctx context.Context, bufs [][]byte, offs []int64)
 	return err
 }
 
+// Prefetch fetches the byte ranges [offs[i], offs[i]+lens[i]) (in any
+// order, overlapping or not, with the context given to Open) as ReadRuns
+// would, and keeps them in memory
+// (within the read-ahead cache's budget), so that reading them afterwards
+// costs no request: a format reader about to read many small records at
+// known offsets (every local header of a zip) announces them first.
+func (f *File) Prefetch(offs, lens []int64) error {
+	return f.PrefetchContext(f.ctx, offs, lens)
+}
+
+// PrefetchContext is Prefetch with its own context.
+func (f *File) PrefetchContext(ctx context.Context, offs, lens []int64) error {
+	if f.closed.Load() {
+		return &Error{Name: f.name, Op: "prefetch", Off: -1, Len: -1, Err: ErrClosed}
+	}
+	err := f.core.Prefetch(ctx, offs, lens)
+	if errors.Is(err, rangeread.ErrInvalidRuns) {
+		return &Error{Name: f.name, Op: "prefetch", Off: -1, Len: -1, Err: err}
+	}
+	return err
+}
+
 // Coalescing gaps: below multipartGap a gap is cheaper to read than a
 // multipart part's headers; without multi-range requests, every span is a
 // request, so gaps up to singleRangeGap are read rather than asked for
@@ -78,31 +100,123 @@ func (b backend) Fetch(ctx context.Context, s rangeread.Span) error {
 // FetchMulti reads spans with multi-range requests, in parallel, and
 // returns the spans the answers did not cover (all of them when
 // multi-range requests are disabled or the server is known not to answer
-// them).
+// them). The first request to a server goes alone, with the configured
+// limits; once a server has answered one well, its requests may carry far
+// more ranges (see [multiLimits]), and one that refuses a Range header as
+// too large is asked again with smaller ones.
 func (b backend) FetchMulti(ctx context.Context, spans []rangeread.Span) ([]rangeread.Span, error) {
 	f := b.f
-	if !f.conn.cfg.multiRange || f.conn.noMulti.Load() {
+	if !f.conn.cfg.multiRange {
 		return spans, nil
 	}
-	batches := f.batches(spans)
 	var (
 		mu       sync.Mutex
 		leftover []rangeread.Span
 	)
-	err := rangeread.Parallel(len(batches), f.conn.cfg.concurrency, func(i int) error {
-		left, err := f.readBatch(ctx, batches[i])
-		if len(left) > 0 {
-			mu.Lock()
-			leftover = append(leftover, left...)
-			mu.Unlock()
+	for len(spans) > 0 && !f.conn.noMulti.Load() {
+		ranges, hdrBytes, tried := f.conn.multi.limits()
+		batches := batches(spans, ranges, hdrBytes)
+		if !tried {
+			batches = batches[:1] // one alone, until the server has answered one this long
 		}
-		return err
-	})
-	if err != nil {
-		return nil, err
+		var retry []rangeread.Span
+		err := rangeread.Parallel(len(batches), f.conn.cfg.concurrency, func(i int) error {
+			left, err := f.readBatch(ctx, batches[i])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && f.conn.multi.tooLarge(err, len(rangeHeader(batches[i]))) {
+				retry = append(retry, batches[i]...)
+				return nil
+			}
+			leftover = append(leftover, left...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, b := range batches {
+			n += len(b)
+		}
+		spans = append(retry, spans[n:]...)
+		sort.Slice(spans, func(i, j int) bool { return spans[i].Off < spans[j].Off })
 	}
+	leftover = append(leftover, spans...) // the server turned out not to answer them
 	sort.Slice(leftover, func(i, j int) bool { return leftover[i].Off < leftover[j].Off })
 	return leftover, nil
+}
+
+// Multi-range limits once a server has answered one multi-range request
+// well: a Range header of up to 256 KiB (net/http servers accept 1 MiB of
+// headers; nginx, Apache and most CDNs 8 to 16 KiB, and refuse more with
+// 400, 413, 414 or 431, after which this package asks again with smaller
+// ones and remembers).
+const (
+	grownRanges = 16384
+	grownBytes  = 256 << 10
+)
+
+// multiLimits are the limits of one conn's multi-range requests, learned
+// from its servers' answers. The configured limits hold until a server
+// answers a multi-range request well; then they grow to grownRanges and
+// grownBytes, unless set with [WithMultiRange] (fixed).
+type multiLimits struct {
+	mu             sync.Mutex
+	ranges, bytes  int // current
+	initBytes      int // configured
+	good, refused  int // largest header answered well, smallest refused as too large
+	fixed, started bool
+}
+
+func (m *multiLimits) init(ranges, bytes int, fixed bool) {
+	m.ranges, m.bytes, m.initBytes, m.fixed, m.started = ranges, bytes, bytes, fixed, true
+}
+
+// limits returns the current limits and whether a request as long as they
+// allow was answered well.
+func (m *multiLimits) limits() (ranges, bytes int, tried bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ranges, m.bytes, m.good > 0 && m.good >= m.bytes/2
+}
+
+// ok records a multi-range request of hdr header bytes answered well.
+func (m *multiLimits) ok(hdr int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.good = max(m.good, hdr)
+	if m.fixed {
+		return
+	}
+	m.ranges, m.bytes = grownRanges, grownBytes
+	if m.refused > 0 {
+		m.bytes = max(m.good, min(m.bytes, m.refused/2))
+	}
+}
+
+// tooLarge reports whether err refused a request of hdr header bytes that
+// may have been too large, and if so makes the limits smaller: the
+// request can then be sent again, split.
+func (m *multiLimits) tooLarge(err error, hdr int) bool {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.StatusCode {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge:
+	default:
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fixed || hdr <= max(m.good, m.initBytes) {
+		return false // not a matter of size
+	}
+	if m.refused == 0 || hdr < m.refused {
+		m.refused = hdr
+	}
+	m.bytes = max(m.good, m.initBytes, min(m.bytes, m.refused/2))
+	return true
 }
 
 // checkPartRange requires Content-Range to be exactly span s of this object.
@@ -132,14 +246,14 @@ func fillExact(r io.Reader, s rangeread.Span) error {
 	return nil
 }
 
-// batches groups spans into multi-range requests bounded in ranges and in
-// Range header length.
-func (f *File) batches(spans []rangeread.Span) [][]rangeread.Span {
+// batches groups spans into multi-range requests of at most maxRanges
+// ranges and a Range header of at most maxBytes bytes.
+func batches(spans []rangeread.Span, maxRanges, maxBytes int) [][]rangeread.Span {
 	var out [][]rangeread.Span
 	start, hdr := 0, len("bytes=")
 	for i, s := range spans {
 		n := len(strconv.FormatInt(s.Off, 10)) + len(strconv.FormatInt(s.End-1, 10)) + 2
-		if i > start && (i-start >= f.conn.cfg.maxRanges || hdr+n > f.conn.cfg.maxRangeBytes) {
+		if i > start && (i-start >= maxRanges || hdr+n > maxBytes) {
 			out = append(out, spans[start:i])
 			start, hdr = i, len("bytes=")
 		}
@@ -211,6 +325,7 @@ func (f *File) readBatch(ctx context.Context, spans []rangeread.Span) ([]rangere
 				return fmt.Errorf("multipart/byteranges ended without bytes %d-%d: %w", spans[i].Off, spans[i].End-1, io.ErrUnexpectedEOF)
 			}
 		}
+		f.conn.multi.ok(len(rng))
 		return nil
 	}
 	err := f.conn.do(ctx, r)

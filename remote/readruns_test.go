@@ -49,7 +49,9 @@ func TestReadRunsColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRuns(t, data, bufs, offs)
-	want := int64(1 + (rows+DefaultMaxRanges-1)/DefaultMaxRanges)
+	// the open, a first multi-range request of DefaultMaxRanges, then,
+	// the server having answered it well, one for the rest
+	want := int64(3)
 	if got := srv.requests.Load(); got != want {
 		t.Errorf("%d requests, want %d", got, want)
 	}
@@ -228,4 +230,52 @@ func TestReadRunsInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRuns(t, data, bufs, offs)
+}
+
+// TestReadRunsLargeBatches: once a server answers a multi-range request
+// well, thousands of runs go in one request; a server that refuses a long
+// Range header (here over 8 KiB, as nginx does) is asked again with
+// shorter ones, and remembered.
+func TestReadRunsLargeBatches(t *testing.T) {
+	data := randomBytes(4<<20, 40)
+	for _, limit := range []int{0, 8 << 10} {
+		srv := newRangeServer(t, data)
+		var refused int
+		if limit > 0 {
+			srv.setFault(func(w http.ResponseWriter, r *http.Request, n int64) bool {
+				if len(r.Header.Get("Range")) > limit {
+					refused++
+					http.Error(w, "Request Header Or Cookie Too Large", http.StatusBadRequest)
+					return true
+				}
+				return false
+			})
+		}
+		f, err := Open(context.Background(), srv.URL+"/m", WithPrefetch(64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs := make([][]byte, 5000)
+		offs := make([]int64, 5000)
+		for i := range bufs {
+			bufs[i], offs[i] = make([]byte, 40), 1000+int64(i)*800
+		}
+		if err := f.ReadRuns(bufs, offs); err != nil {
+			t.Fatalf("limit %d: %v", limit, err)
+		}
+		checkRuns(t, data, bufs, offs)
+		got := srv.requests.Load()
+		t.Logf("header limit %d: %d requests (%d refused)", limit, got, refused)
+		// 5,000 ranges of ~16 bytes: one request once grown; with 8 KiB
+		// headers ~500 ranges a request, after a few refusals.
+		if limit == 0 && got != 3 || limit > 0 && (got > 30 || refused > 5) {
+			t.Errorf("header limit %d: %d requests, %d refused", limit, got, refused)
+		}
+		// a second call knows the limit: no more refusals
+		before, ref := srv.requests.Load(), refused
+		if err := f.ReadRuns(bufs, offs); err != nil || refused != ref {
+			t.Fatalf("second call: %v, %d more refusals", err, refused-ref)
+		}
+		t.Logf("second call: %d requests", srv.requests.Load()-before)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gosafetensors/safetensors/compressed"
+	"github.com/gosafetensors/safetensors/internal/rangeread"
 	"github.com/gosafetensors/safetensors/sharded"
 )
 
@@ -65,6 +66,16 @@ func (o *Object) ReadRuns(bufs [][]byte, offs []int64) error {
 		if err != nil && !(errors.Is(err, io.EOF) && n == len(b)) {
 			return err
 		}
+	}
+	return nil
+}
+
+// Prefetch announces byte ranges about to be read to a remote reader,
+// which fetches them together (see rangeread.Prefetcher); for a local
+// file it does nothing.
+func (o *Object) Prefetch(offs, lens []int64) error {
+	if p, ok := o.r.(rangeread.Prefetcher); ok {
+		return p.Prefetch(offs, lens)
 	}
 	return nil
 }

@@ -1,9 +1,6 @@
 package rangeread
 
-import (
-	"slices"
-	"sort"
-)
+import "sort"
 
 // cache holds byte ranges of one object already fetched, within a byte
 // budget, evicting the least recently used. Its extents never overlap.
@@ -36,6 +33,27 @@ func (c *cache) get(p []byte, off int64) int {
 		c.tick++
 		e.last = c.tick
 		n += copy(p[n:], e.b[off+int64(n)-e.off:])
+	}
+	return n
+}
+
+// getBack copies into p, which ends at end, the cached bytes that end
+// there, as far back as they run without a hole, and returns how many it
+// copied (from the end of p).
+func (c *cache) getBack(p []byte, end int64) int {
+	n := 0
+	for n < len(p) {
+		i := c.find(end - int64(n) - 1)
+		if i < 0 {
+			break
+		}
+		e := &c.ext[i]
+		c.tick++
+		e.last = c.tick
+		stop := end - int64(n) // copy e's bytes [max(e.off, end-len(p)), stop)
+		start := max(e.off, end-int64(len(p)))
+		copy(p[start-(end-int64(len(p))):], e.b[start-e.off:stop-e.off])
+		n += int(stop - start)
 	}
 	return n
 }
@@ -77,40 +95,85 @@ func (c *cache) nextCached(off int64) int64 {
 // yet, then evicts down to the budget. b is kept when owned and cached
 // whole, else copied.
 func (c *cache) put(b []byte, off int64, owned bool) {
-	if int64(len(b)) > c.budget || len(b) == 0 {
-		return
-	}
-	end := off + int64(len(b))
+	c.putMany([]Piece{{Buf: b, Off: off}}, owned)
+}
+
+// putMany is put for many pieces (sorted by offset, disjoint), merged into
+// the cache in one pass.
+func (c *cache) putMany(pieces []Piece, owned bool) {
 	c.tick++
-	i := sort.Search(len(c.ext), func(i int) bool { return c.ext[i].end() > off })
-	for pos := off; pos < end; {
-		if i < len(c.ext) && c.ext[i].off <= pos { // cached already
-			pos = c.ext[i].end()
-			i++
+	var add []extent
+	i := 0
+	for _, p := range pieces {
+		b, off := p.Buf, p.Off
+		if int64(len(b)) > c.budget || len(b) == 0 {
 			continue
 		}
-		next := end
-		if i < len(c.ext) && c.ext[i].off < end {
-			next = c.ext[i].off
-		}
-		part := b[pos-off : next-off]
-		if !owned || len(part) != len(b) {
-			part = append([]byte(nil), part...)
-		}
-		e := extent{off: pos, b: part, last: c.tick}
-		c.ext = slices.Insert(c.ext, i, e)
-		c.used += int64(len(e.b))
-		i++
-		pos = next
-	}
-	for c.used > c.budget {
-		lru := 0
-		for j := range c.ext {
-			if c.ext[j].last < c.ext[lru].last {
-				lru = j
+		end := off + int64(len(b))
+		i += sort.Search(len(c.ext)-i, func(k int) bool { return c.ext[i+k].end() > off })
+		for pos, j := off, i; pos < end; {
+			if j < len(c.ext) && c.ext[j].off <= pos { // cached already
+				pos = c.ext[j].end()
+				j++
+				continue
 			}
+			next := end
+			if j < len(c.ext) && c.ext[j].off < end {
+				next = c.ext[j].off
+			}
+			part := b[pos-off : next-off]
+			if !owned || len(part) != len(b) {
+				part = append([]byte(nil), part...)
+			}
+			add = append(add, extent{off: pos, b: part, last: c.tick})
+			c.used += int64(len(part))
+			pos = next
 		}
-		c.used -= int64(len(c.ext[lru].b))
-		c.ext = slices.Delete(c.ext, lru, lru+1)
 	}
+	if len(add) == 0 {
+		return
+	}
+	// merge two sorted, mutually disjoint lists
+	merged := make([]extent, 0, len(c.ext)+len(add))
+	a, k := 0, 0
+	for a < len(c.ext) || k < len(add) {
+		if k == len(add) || (a < len(c.ext) && c.ext[a].off < add[k].off) {
+			merged = append(merged, c.ext[a])
+			a++
+		} else {
+			merged = append(merged, add[k])
+			k++
+		}
+	}
+	c.ext = merged
+	c.evict()
+}
+
+// evict drops the least recently used extents down to the budget.
+func (c *cache) evict() {
+	if c.used <= c.budget {
+		return
+	}
+	// oldest first: ticks, then offsets
+	order := make([]int, len(c.ext))
+	for j := range order {
+		order[j] = j
+	}
+	sort.SliceStable(order, func(a, b int) bool { return c.ext[order[a]].last < c.ext[order[b]].last })
+	drop := make([]bool, len(c.ext))
+	for _, j := range order {
+		if c.used <= c.budget {
+			break
+		}
+		drop[j] = true
+		c.used -= int64(len(c.ext[j].b))
+	}
+	kept := c.ext[:0]
+	for j, e := range c.ext {
+		if !drop[j] {
+			kept = append(kept, e)
+		}
+	}
+	clear(c.ext[len(kept):])
+	c.ext = kept
 }

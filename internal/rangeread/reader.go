@@ -24,7 +24,9 @@ package rangeread
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"sort"
 	"sync"
 )
 
@@ -67,7 +69,7 @@ type Config struct {
 const (
 	// smallRead: reads at most this long are kept in the cache (format
 	// readers re-read their small records); longer ones are data.
-	smallRead = 64 << 10
+	smallRead = 1 << 20
 	streams   = 8
 )
 
@@ -126,58 +128,68 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if n < len(p) {
 		n += r.cache.get(p[n:], off+int64(n))
 	}
-	var fa, fe int64
+	m := 0 // bytes at the end of p held too
 	if n < len(p) {
-		fa, fe = r.plan(off, off+int64(n), end)
+		m = r.cache.getBack(p[n:], end)
+	}
+	var fa, fe int64
+	missEnd := end - int64(m)
+	if n+m < len(p) {
+		fa, fe = r.plan(off, off+int64(n), missEnd, end)
 	} else {
 		r.track(off, end, false)
 	}
 	r.mu.Unlock()
-	if n == len(p) {
-		return n, eof
+	if n+m == len(p) {
+		return len(p), eof
 	}
 	a := off + int64(n)
+	miss := p[n : len(p)-m]
 	s := Span{Off: fa, End: fe}
 	var head, tail []byte
 	if fa < a {
 		head = make([]byte, a-fa)
 		s.Pieces = append(s.Pieces, Piece{Buf: head, Off: fa})
 	}
-	s.Pieces = append(s.Pieces, Piece{Buf: p[n:], Off: a})
-	if fe > end {
-		tail = make([]byte, fe-end)
-		s.Pieces = append(s.Pieces, Piece{Buf: tail, Off: end})
+	s.Pieces = append(s.Pieces, Piece{Buf: miss, Off: a})
+	if fe > missEnd {
+		tail = make([]byte, fe-missEnd)
+		s.Pieces = append(s.Pieces, Piece{Buf: tail, Off: missEnd})
 	}
 	if err := r.be.Fetch(ctx, s); err != nil {
 		return n, err
 	}
 	r.mu.Lock()
 	r.cache.put(head, fa, true)
-	if len(p)-n <= smallRead || fa < a { // metadata, or read with the tail
-		r.cache.put(p[n:], a, false)
+	if len(miss) <= smallRead || fa < a { // metadata, or read with the tail
+		r.cache.put(miss, a, false)
 	}
-	r.cache.put(tail, end, true)
+	r.cache.put(tail, missEnd, true)
 	r.mu.Unlock()
 	return len(p), eof
 }
 
-// plan records a read of [off, end) that misses from a on, and returns the
-// range to fetch: at least [a, end), read ahead for a stream, the tail for
-// a first read near the end. r.mu is held.
-func (r *Reader) plan(off, a, end int64) (fa, fe int64) {
+// plan records a read of [off, end) that misses [a, missEnd) (the rest is
+// held), and returns the range to fetch: at least [a, missEnd), read ahead
+// for a stream (when the read's end was not held), the tail for a first
+// read near the end. r.mu is held.
+func (r *Reader) plan(off, a, missEnd, end int64) (fa, fe int64) {
 	size := r.cfg.Size
-	fa, fe = a, end
-	if s := r.track(off, end, true); s != nil && r.cfg.ReadAhead > 0 {
+	fa, fe = a, missEnd
+	if s := r.track(off, end, true); s != nil && r.cfg.ReadAhead > 0 && missEnd == end {
 		fe = max(fe, min(a+s.window, size))
 	}
 	if !r.tailDone && r.cfg.Tail > 0 && end > size-r.cfg.Tail {
 		r.tailDone = true
-		fa, fe = min(fa, max(size-r.cfg.Tail, int64(len(r.cfg.Prefix)))), size
+		fa = min(fa, max(size-r.cfg.Tail, int64(len(r.cfg.Prefix))))
+		if missEnd == end {
+			fe = size
+		}
 	}
 	// Do not fetch again what the cache holds right after the read.
-	if fe > end {
-		if c := r.cache.nextCached(end); c < fe {
-			fe = max(end, c)
+	if fe > missEnd {
+		if c := r.cache.nextCached(missEnd); c < fe {
+			fe = max(missEnd, c)
 		}
 	}
 	return fa, fe
@@ -186,8 +198,8 @@ func (r *Reader) plan(off, a, end int64) (fa, fe int64) {
 // track records a read of [off, end) and returns the stream it continues
 // (a read that starts inside or right at the end of the stream's last
 // read), its window grown when the read missed, or nil for a read that
-// starts a new stream. A stream's window is never larger than what it has
-// read so far, and doubles with each miss: a stream of a few small reads
+// starts a new stream. A stream's window is at most twice what it has read
+// so far, and doubles with each miss: a stream of a few small reads
 // (a record header, then its name) reads ahead next to nothing, a long one
 // (a pickle, a storage copied out) ever larger ranges, so that what is read
 // ahead and never used is at most about what was used. r.mu is held.
@@ -199,7 +211,7 @@ func (r *Reader) track(off, end int64, missed bool) *stream {
 		if s.last > 0 && off >= s.lo && off <= s.next {
 			s.lo, s.next, s.last = off, max(s.next, end), r.tick
 			if missed {
-				s.window = min(max(2*s.window, s.next-s.start), r.cfg.ReadAhead)
+				s.window = min(max(2*s.window, 2*(s.next-s.start)), r.cfg.ReadAhead)
 			}
 			return s
 		}
@@ -208,6 +220,83 @@ func (r *Reader) track(off, end int64, missed bool) *stream {
 		}
 	}
 	r.streams[oldest] = stream{start: off, lo: off, next: end, last: r.tick}
+	return nil
+}
+
+// Prefetcher is implemented by readers for which fetching many ranges at
+// once is much cheaper than one by one (a remote object): a format reader
+// about to read many small records at known offsets (the local headers of
+// a zip, the storage headers of a legacy checkpoint) announces them, and
+// its later reads of them cost nothing.
+type Prefetcher interface {
+	// Prefetch fetches the ranges [offs[i], offs[i]+lens[i]) (any order,
+	// overlaps allowed, clipped to the object) so that reads inside them
+	// cost no request, with the context of the reader's ReadAt. An error
+	// only means that they were not fetched: the reads then fetch what
+	// they need themselves.
+	Prefetch(offs, lens []int64) error
+}
+
+// Prefetch announces ranges to r if it is a [Prefetcher], and does nothing
+// otherwise (a local file reads them as cheaply one by one). Its error is
+// deliberately dropped: the reads that follow fetch what is missing and
+// report their own errors.
+func Prefetch(r io.ReaderAt, offs, lens []int64) {
+	if p, ok := r.(Prefetcher); ok {
+		_ = p.Prefetch(offs, lens)
+	}
+}
+
+// Prefetch fetches ranges as [Prefetcher] says, with ctx: the ranges not
+// already held are coalesced and fetched as ReadRuns does, and kept in the
+// cache (as far as its budget allows).
+func (r *Reader) Prefetch(ctx context.Context, offs, lens []int64) error {
+	if len(offs) != len(lens) {
+		return fmt.Errorf("%w: %d offsets but %d lengths", ErrInvalidRuns, len(offs), len(lens))
+	}
+	type rng struct{ a, b int64 }
+	rs := make([]rng, 0, len(offs))
+	for i, off := range offs {
+		a, b := max(off, int64(len(r.cfg.Prefix))), min(off+max(lens[i], 0), r.cfg.Size)
+		if off >= 0 && lens[i] >= 0 && off <= r.cfg.Size && a < b {
+			rs = append(rs, rng{a, b})
+		}
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].a < rs[j].a })
+	var pieces []Piece
+	var total int64
+	r.mu.Lock()
+	for _, x := range rs {
+		if n := len(pieces); n > 0 && x.a <= pieces[n-1].End() {
+			if x.b > pieces[n-1].End() {
+				pieces[n-1].Buf = pieces[n-1].Buf[:x.b-pieces[n-1].Off]
+			}
+			continue
+		}
+		pieces = append(pieces, Piece{Buf: make([]byte, 0, x.b-x.a)[:x.b-x.a], Off: x.a})
+	}
+	// drop what the cache holds whole, and stay within its budget
+	kept := pieces[:0]
+	for _, p := range pieces {
+		if r.cache.covered(p.Off, int64(len(p.Buf))) < int64(len(p.Buf)) && total+int64(len(p.Buf)) <= r.cfg.Cache/2 {
+			kept = append(kept, p)
+			total += int64(len(p.Buf))
+		}
+	}
+	r.mu.Unlock()
+	if len(kept) == 0 {
+		return nil
+	}
+	bufs, starts := make([][]byte, len(kept)), make([]int64, len(kept))
+	for i, p := range kept {
+		bufs[i], starts[i] = p.Buf, p.Off
+	}
+	if err := r.ReadRuns(ctx, bufs, starts); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.cache.putMany(kept, true)
+	r.mu.Unlock()
 	return nil
 }
 

@@ -236,6 +236,14 @@ func TestCache(t *testing.T) {
 			if !bytes.Equal(p[:k], data[off:off+int64(k)]) || int64(k) != c.covered(off, n) {
 				t.Fatalf("get %d at %d: %d bytes, covered says %d", n, off, k, c.covered(off, n))
 			}
+			q := make([]byte, n)
+			k = c.getBack(q, off+n)
+			if !bytes.Equal(q[n-int64(k):], data[off+n-int64(k):off+n]) {
+				t.Fatalf("getBack %d ending at %d: %d bytes differ", n, off+n, k)
+			}
+			if k > 0 && c.find(off+n-1) < 0 || int64(k) < n && c.find(off+n-int64(k)-1) >= 0 {
+				t.Fatalf("getBack %d ending at %d: stopped after %d bytes", n, off+n, k)
+			}
 		}
 		if c.used > c.budget {
 			t.Fatalf("used %d over budget", c.used)
@@ -246,4 +254,35 @@ func TestCache(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPrefetch: many small ranges announced at once cost a few batched
+// requests, and reading them afterwards none.
+func TestPrefetch(t *testing.T) {
+	data := randData(4<<20, 13)
+	mb := &memBackend{data: data, multi: 1000}
+	r := New(multiBackend{mb}, Config{Size: int64(len(data)), Prefix: data[:1000], Concurrency: 4, MultiGap: 256, Cache: 8 << 20})
+	var offs, lens []int64
+	for i := int64(0); i < 10_000; i++ {
+		offs = append(offs, 500+i*400)
+		lens = append(lens, 46)
+	}
+	offs = append(offs, 501, int64(len(data))-10) // an overlap, one clipped at the end
+	lens = append(lens, 100, 100)
+	if err := r.Prefetch(context.Background(), offs, lens); err != nil {
+		t.Fatal(err)
+	}
+	if mb.requests != 10 {
+		t.Fatalf("prefetch: %d requests", mb.requests)
+	}
+	p := make([]byte, 46)
+	for _, off := range offs[:10_000] {
+		if _, err := r.ReadAt(context.Background(), p, off); err != nil || !bytes.Equal(p, data[off:off+46]) {
+			t.Fatalf("at %d: %v", off, err)
+		}
+	}
+	if mb.requests != 10 {
+		t.Fatalf("reads after the prefetch: %d requests", mb.requests-10)
+	}
+	Prefetch(bytes.NewReader(data), offs, lens) // not a Prefetcher: nothing
 }
