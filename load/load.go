@@ -398,139 +398,206 @@ func (l *Loader) Discard(ctx context.Context) (Stats, error) {
 
 // item is one part being read.
 type item struct {
-	part      *Part
-	buf       []byte
-	remaining atomic.Int64
+	part *Part
+	buf  []byte
+
+	mu      sync.Mutex
+	covered []span // the byte ranges of the part that have landed, sorted, merged
 }
 
-// run loads the parts: into items delivered to fn, or, with pool, into
-// the pool's buffers.
+type span struct{ lo, hi int64 }
+
+// land records that [lo, hi) of the part is in place and reports whether
+// the part is now complete; bytes that had landed already are an error.
+func (it *item) land(lo, hi int64) (complete bool, err error) {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	c := it.covered
+	i, _ := slices.BinarySearchFunc(c, lo, func(s span, v int64) int { return cmpInt64(s.lo, v) })
+	if (i > 0 && c[i-1].hi > lo) || (i < len(c) && c[i].lo < hi) || lo < 0 || hi > it.part.Size {
+		return false, fmt.Errorf("%s: tensor %q: bytes %d-%d of the part arrived twice, or outside it (%w)", it.part.File, it.part.Name, lo, hi-1, ErrMisplaced)
+	}
+	switch {
+	case i > 0 && c[i-1].hi == lo && i < len(c) && c[i].lo == hi:
+		c[i-1].hi = c[i].hi
+		c = slices.Delete(c, i, i+1)
+	case i > 0 && c[i-1].hi == lo:
+		c[i-1].hi = hi
+	case i < len(c) && c[i].lo == hi:
+		c[i].lo = lo
+	default:
+		c = slices.Insert(c, i, span{lo, hi})
+	}
+	it.covered = c
+	return len(c) == 1 && c[0] == span{0, it.part.Size}, nil
+}
+
+// assembly puts a run's chunks in place: in the parts' own buffers (and
+// delivers each part when its last byte is in), or, with a pool, in the
+// pool's buffers (and counts the parts done).
+type assembly struct {
+	l     *Loader
+	items []item
+	pool  *fetch.Pool
+	fn    func(*Tensor) error
+	start time.Time
+	base  traffic // the sources' counters when the run started
+
+	mu        sync.Mutex // serializes fn and progress
+	stopped   error      // fn's error: no call after it
+	delivered int
+	bytesDone atomic.Int64
+	failed    atomic.Int64
+}
+
+func (l *Loader) newAssembly(fn func(*Tensor) error, pool *fetch.Pool) *assembly {
+	a := &assembly{l: l, items: make([]item, len(l.parts)), pool: pool, fn: fn, start: time.Now(), base: l.traffic()}
+	for i := range a.items {
+		a.items[i].part = &l.parts[i]
+	}
+	return a
+}
+
+// deliver hands a complete part to fn, unless fn already failed.
+func (a *assembly) deliver(it *item) error {
+	t := &Tensor{Part: *it.part, Data: it.buf}
+	it.buf = nil
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped != nil {
+		return a.stopped
+	}
+	if a.fn != nil {
+		if err := a.fn(t); err != nil {
+			a.stopped = err
+			return err
+		}
+	}
+	a.delivered++
+	return nil
+}
+
+// empty delivers the parts that have no bytes to wait for.
+func (a *assembly) empty() error {
+	for i := range a.items {
+		it := &a.items[i]
+		if it.part.Size != 0 {
+			continue
+		}
+		if a.pool == nil {
+			it.buf = []byte{}
+			if a.l.cfg.dest != nil {
+				b, err := a.l.dest(it.part)
+				if err != nil {
+					return err
+				}
+				it.buf = b
+			}
+		}
+		if err := a.deliver(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buffers is fetch.Config.Buffers: each piece's place in its part,
+// allocated (or asked of WithDestination) with the part's first chunk.
+func (a *assembly) buffers(ctx context.Context, c *fetch.Chunk) ([][]byte, error) {
+	if a.pool != nil {
+		return a.pool.Buffers(ctx, c)
+	}
+	bufs := make([][]byte, len(c.Pieces))
+	for k, pc := range c.Pieces {
+		it := &a.items[pc.Item]
+		if it.buf == nil {
+			b, err := a.l.dest(it.part)
+			if err != nil {
+				return nil, err
+			}
+			it.buf = b
+		}
+		bufs[k] = it.buf[pc.Pos : pc.Pos+pc.Len : pc.Pos+pc.Len]
+	}
+	return bufs, nil
+}
+
+// done is fetch.Config.Done: it checks that every piece landed at its
+// place in its part, and once, and delivers a part when its pieces cover
+// it (not when a count of bytes says so: a piece twice and another never
+// would add up).
+func (a *assembly) done(c *fetch.Chunk, bufs [][]byte) error {
+	for k, pc := range c.Pieces {
+		it := &a.items[pc.Item]
+		if a.pool == nil && (len(bufs[k]) == 0 || it.buf == nil || pc.Pos >= int64(len(it.buf)) || &bufs[k][0] != &it.buf[pc.Pos]) {
+			return fmt.Errorf("%s: tensor %q: bytes %d-%d of the part did not land at their place (%w)", it.part.File, it.part.Name, pc.Pos, pc.Pos+pc.Len-1, ErrMisplaced)
+		}
+		complete, err := it.land(pc.Pos, pc.Pos+pc.Len)
+		if err != nil {
+			return err
+		}
+		if complete {
+			if err := a.deliver(it); err != nil {
+				return err
+			}
+		}
+	}
+	if a.pool != nil {
+		a.pool.PutChunk(bufs)
+	}
+	a.bytesDone.Add(c.Bytes)
+	a.report()
+	return nil
+}
+
+// report calls the progress function.
+func (a *assembly) report() {
+	if a.l.cfg.progress == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.l.cfg.progress(Progress{Bytes: a.bytesDone.Load(), Total: a.l.total, Tensors: a.delivered, Of: len(a.items),
+		Elapsed: time.Since(a.start), Requests: a.l.traffic().requests - a.base.requests, Errors: a.failed.Load()})
+}
+
+// run loads the parts: into the parts' buffers, delivered to fn, or, with
+// pool, into the pool's buffers.
 func (l *Loader) run(ctx context.Context, fn func(*Tensor) error, pool *fetch.Pool) (Stats, error) {
-	start := time.Now()
-	before := l.traffic()
+	a := l.newAssembly(fn, pool)
 	checks, err := l.statFiles()
 	if err != nil {
 		return Stats{}, err
 	}
-	items := make([]item, len(l.parts))
-	for i := range items {
-		items[i].part = &l.parts[i]
-		items[i].remaining.Store(l.parts[i].Size)
-	}
-	var (
-		mu        sync.Mutex // serializes fn and progress
-		delivered int
-		bytesDone atomic.Int64
-		failed    atomic.Int64
-	)
-	var stopped error // fn's error: no call after it
-	deliver := func(it *item) error {
-		t := &Tensor{Part: *it.part, Data: it.buf}
-		it.buf = nil
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped != nil {
-			return stopped
-		}
-		if fn != nil {
-			if err := fn(t); err != nil {
-				stopped = err
-				return err
-			}
-		}
-		delivered++
-		return nil
-	}
-	report := func() {
-		if l.cfg.progress == nil {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		l.cfg.progress(Progress{Bytes: bytesDone.Load(), Total: l.total, Tensors: delivered, Of: len(l.parts),
-			Elapsed: time.Since(start), Requests: l.traffic().requests - before.requests, Errors: failed.Load()})
-	}
-	// Empty parts have no bytes to wait for.
-	for i := range items {
-		if items[i].part.Size == 0 {
-			if pool == nil {
-				items[i].buf = []byte{}
-				if l.cfg.dest != nil {
-					if items[i].buf, err = l.dest(items[i].part); err != nil {
-						return Stats{}, err
-					}
-				}
-			}
-			if err := deliver(&items[i]); err != nil {
-				return Stats{Tensors: delivered}, err
-			}
-		}
+	if err := a.empty(); err != nil {
+		return Stats{Tensors: a.delivered}, err
 	}
 	cfg := fetch.Config{
 		Concurrency: l.cfg.concurrency,
 		MaxChunk:    l.ChunkSize(),
 		MinChunk:    l.ChunkSize(),
+		Buffers:     a.buffers,
+		Done:        a.done,
 	}
 	if !l.local {
 		cfg.MinChunk = max(l.ChunkSize()/8, 1)
-	}
-	if pool != nil {
-		cfg.Buffers = pool.Buffers
-	} else {
-		cfg.Buffers = func(ctx context.Context, c *fetch.Chunk) ([][]byte, error) {
-			bufs := make([][]byte, len(c.Pieces))
-			for k, pc := range c.Pieces {
-				it := &items[pc.Item]
-				if it.buf == nil {
-					b, err := l.dest(it.part)
-					if err != nil {
-						return nil, err
-					}
-					it.buf = b
-				}
-				bufs[k] = it.buf[pc.Pos : pc.Pos+pc.Len : pc.Pos+pc.Len]
-			}
-			return bufs, nil
-		}
-	}
-	cfg.Done = func(c *fetch.Chunk, bufs [][]byte) error {
-		for k, pc := range c.Pieces {
-			it := &items[pc.Item]
-			if pool == nil && &bufs[k][0] != &it.buf[pc.Pos] {
-				return fmt.Errorf("%s: tensor %q: bytes %d-%d of the part did not land at their place (%w)", it.part.File, it.part.Name, pc.Pos, pc.Pos+pc.Len-1, ErrMisplaced)
-			}
-			rem := it.remaining.Add(-pc.Len)
-			if rem < 0 {
-				return fmt.Errorf("%s: tensor %q: bytes %d-%d of the part arrived twice (%w)", it.part.File, it.part.Name, pc.Pos, pc.Pos+pc.Len-1, ErrMisplaced)
-			}
-			if rem == 0 {
-				if err := deliver(it); err != nil {
-					return err
-				}
-			}
-		}
-		if pool != nil {
-			pool.PutChunk(bufs)
-		}
-		bytesDone.Add(c.Bytes)
-		report()
-		return nil
 	}
 	fst, err := fetch.Run(ctx, l.srcs, l.extents(), l.total, cfg)
 	if err == nil {
 		err = l.recheckFiles(checks)
 	}
 	if err != nil {
-		failed.Add(1)
+		a.failed.Add(1)
 		err = l.describe(err)
 	}
 	after := l.traffic()
-	st := Stats{
-		Tensors: delivered, Bytes: fst.Bytes, Chunks: fst.Chunks, Reads: fst.Reads,
-		Requests: after.requests - before.requests, Retries: after.retries - before.retries, Wire: after.bytes - before.bytes,
-		Duration: time.Since(start),
-	}
-	return st, err
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return Stats{
+		Tensors: a.delivered, Bytes: fst.Bytes, Chunks: fst.Chunks, Reads: fst.Reads,
+		Requests: after.requests - a.base.requests, Retries: after.retries - a.base.retries, Wire: after.bytes - a.base.bytes,
+		Duration: time.Since(a.start),
+	}, err
 }
 
 // dest returns the buffer a part is read into.

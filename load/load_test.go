@@ -340,3 +340,51 @@ func TestNewRejects(t *testing.T) {
 	}
 	var _ safetensors.Source = (*source.Model)(nil)
 }
+
+// TestLoadHub reads hf://org/model from a loopback server that answers as
+// the Hub (HF_ENDPOINT), through the Hub reader load.Open configures.
+func TestLoadHub(t *testing.T) {
+	files, err := small.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := pacedserver.Start(pacedserver.Config{Repo: "org/model"}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_TOKEN", "")
+	t.Setenv("HF_HOME", t.TempDir())
+	ref := reference(t, srv.URL+"/model.safetensors.index.json")
+	l, err := load.Open(context.Background(), "hf://org/model", load.WithTensorParallel(1, 2), load.WithChunkSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, st := collect(t, l)
+	if len(got) != len(ref) || st.Requests == 0 {
+		t.Fatalf("%d tensors, %d requests", len(got), st.Requests)
+	}
+	for _, g := range got {
+		expectPart(t, ref, g)
+	}
+}
+
+// TestLoadBucket reads a sharded model from a file:// bucket.
+func TestLoadBucket(t *testing.T) {
+	dir := writeModel(t, small)
+	ref := reference(t, dir)
+	l, err := load.Open(context.Background(), "file://"+filepath.ToSlash(dir)+"/model.safetensors.index.json", load.WithChunkSize(64<<10), load.WithConcurrency(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, st := collect(t, l)
+	if len(got) != len(ref) || st.Requests == 0 || st.Requests > st.Chunks {
+		t.Fatalf("%d tensors, stats %+v", len(got), st)
+	}
+	for _, g := range got {
+		expectPart(t, ref, g)
+	}
+}

@@ -13,12 +13,14 @@ package pacedserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +42,12 @@ type Config struct {
 	// response carries, multipart framing excluded), from the serving
 	// goroutines.
 	OnRead func(name string, off, n int64)
+	// Repo, if set ("org/model"), also serves the files as a Hugging Face
+	// Hub repository at Commit (40 hex digits; default all 'c') and at
+	// "main": /api/models/REPO/revision/REV lists them, and
+	// /REPO/resolve/REV/FILE serves them with X-Repo-Commit, so that
+	// hf://REPO reads them through a Hub whose endpoint is the server.
+	Repo, Commit string
 }
 
 // DefaultLifetime is Config.Lifetime's default.
@@ -83,6 +91,9 @@ func Start(cfg Config, files map[string]File) (*Server, error) {
 	}
 	if cfg.Lifetime == 0 {
 		cfg.Lifetime = DefaultLifetime
+	}
+	if cfg.Repo != "" && cfg.Commit == "" {
+		cfg.Commit = strings.Repeat("c", 40)
 	}
 	fs := make(map[string]File, len(files))
 	for name, f := range files {
@@ -149,8 +160,25 @@ func (s *Server) ResetStats() {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.stats.requests.Add(1)
+	path := r.URL.Path
+	if s.cfg.Repo != "" {
+		if rev, ok := strings.CutPrefix(path, "/api/models/"+s.cfg.Repo+"/revision/"); ok {
+			s.serveInfo(w, rev)
+			return
+		}
+		if rest, ok := strings.CutPrefix(path, "/"+s.cfg.Repo+"/resolve/"); ok {
+			rev, file, _ := strings.Cut(rest, "/")
+			if rev != "main" && rev != s.cfg.Commit {
+				w.Header().Set("X-Error-Code", "RevisionNotFound")
+				http.Error(w, "no such revision", http.StatusNotFound)
+				return
+			}
+			w.Header().Set("X-Repo-Commit", s.cfg.Commit)
+			path = "/" + file
+		}
+	}
 	s.mu.Lock()
-	f, ok := s.files[r.URL.Path]
+	f, ok := s.files[path]
 	s.mu.Unlock()
 	if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		http.NotFound(w, r)
@@ -167,8 +195,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("ETag", f.ETag)
 	w.Header().Set("Content-Type", "application/octet-stream")
-	content := &countingReader{r: f.Content, s: s, name: r.URL.Path}
+	content := &countingReader{r: f.Content, s: s, name: path}
 	http.ServeContent(w, r, "", f.ModTime, io.NewSectionReader(content, 0, f.Size))
+}
+
+// serveInfo answers the Hub's repository API with the file list.
+func (s *Server) serveInfo(w http.ResponseWriter, rev string) {
+	if rev != "main" && rev != s.cfg.Commit {
+		w.Header().Set("X-Error-Code", "RevisionNotFound")
+		http.Error(w, "no such revision", http.StatusNotFound)
+		return
+	}
+	type sibling struct {
+		Name string `json:"rfilename"`
+	}
+	s.mu.Lock()
+	sibs := make([]sibling, 0, len(s.files))
+	for name := range s.files {
+		sibs = append(sibs, sibling{strings.TrimPrefix(name, "/")})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(sibs, func(a, b sibling) int { return strings.Compare(a.Name, b.Name) })
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"id": s.cfg.Repo, "sha": s.cfg.Commit, "siblings": sibs})
 }
 
 // countingReader counts the content bytes read for responses.
