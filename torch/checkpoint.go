@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"github.com/gosafetensors/safetensors/torch/tarlist"
 	"io"
 	"math/big"
@@ -198,7 +199,7 @@ func isLegacyMagic(v any) bool {
 // bare pickle (refused, but only after every pickle in it was checked so that
 // a dangerous global is named).
 func openStream(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
-	src := newSource(r, 0, size, "pickle 1")
+	src := pickle.NewStream(r, 0, size)
 	first, err := newVM(src, lim, "pickle 1", pidNone, nil, nil).run()
 	if err != nil {
 		if isGlobalRefusal(err) {
@@ -207,16 +208,16 @@ func openStream(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		return nil, newError(ErrCorrupt, "", -1, "not a PyTorch checkpoint (not a zip archive, and not a pickle: %s)", errMsg(err))
 	}
 	if isLegacyMagic(first) {
-		return openLegacy(r, size, lim, src.pos)
+		return openLegacy(r, size, lim, src.Pos())
 	}
 	// Not a checkpoint. torch.load would still unpickle it (and anything
 	// after it), so look for dangerous globals in every following pickle.
 	// One source for all of them: a fresh one per pickle would re-read a
 	// 64 KiB window for every 2-byte "N." pickle (quadratic-like work).
-	for i := 2; src.remaining() > 0; i++ {
-		entry := fmt.Sprintf("pickle %d", i)
-		src.entry = entry
-		if _, err := newVM(src, lim, entry, pidNone, nil, nil).run(); err != nil {
+	m := newVM(src, lim, "", pidNone, nil, nil)
+	for i := 2; src.Remaining() > 0; i++ {
+		m.entry = fmt.Sprintf("pickle %d", i)
+		if _, err := m.run(); err != nil {
 			if isGlobalRefusal(err) {
 				return nil, err
 			}

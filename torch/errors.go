@@ -103,3 +103,15 @@ func isGlobalRefusal(err error) bool {
 	}
 	return e.Kind == ErrNotAllowed || (e.Kind == ErrUnsupported && e.Global != "")
 }
+
+// withEntry turns an error of the pickle stream into an *Error naming
+// entry (see policy.fromPickle).
+func withEntry(err error, entry string) error { return (&policy{entry: entry}).fromPickle(err) }
+
+// truncate returns b for a message, cut at 80 bytes.
+func truncate(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}

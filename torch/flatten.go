@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"math/big"
 	"strconv"
 )
@@ -14,7 +15,7 @@ const maxEntryName = 64 << 10
 // Tensors over the resolved storages.
 func (c *Checkpoint) build(root any, stores map[*storageRef]*Storage, entry string, lim *Limits) error {
 	type frame struct {
-		c     any // tuple, *list or *dict
+		c     any // pickle.Tuple, *pickle.List or *pickle.Dict
 		i     int
 		name  string
 		depth int
@@ -33,21 +34,21 @@ func (c *Checkpoint) build(root any, stores map[*storageRef]*Storage, entry stri
 			return fail(ErrLimit, -1, "more than %d entries in the checkpoint object", lim.MaxEntries)
 		}
 		switch x := v.(type) {
-		case tuple, *list, *dict:
+		case pickle.Tuple, *pickle.List, *pickle.Dict:
 			n := 0
 			switch y := x.(type) {
-			case tuple:
+			case pickle.Tuple:
 				n = len(y)
-			case *list:
-				n = len(y.items)
-			case *dict:
-				n = len(y.keys)
+			case *pickle.List:
+				n = len(y.Items)
+			case *pickle.Dict:
+				n = len(y.Keys)
 			}
 			if n > 0 {
 				if depth >= lim.MaxDepth {
 					return fail(ErrLimit, -1, "entry %q: containers nested deeper than %d", name, lim.MaxDepth)
 				}
-				if _, isTuple := x.(tuple); !isTuple {
+				if _, isTuple := x.(pickle.Tuple); !isTuple {
 					if onPath[x] {
 						return fail(ErrUnsupported, -1, "entry %q: the object contains itself (cyclic structure)", name)
 					}
@@ -59,10 +60,10 @@ func (c *Checkpoint) build(root any, stores map[*storageRef]*Storage, entry stri
 			if name == "" && depth == 0 {
 				return nil // an empty root has no leaves
 			}
-			kind := "tuple"
-			if _, ok := x.(*list); ok {
+			kind := "pickle.Tuple"
+			if _, ok := x.(*pickle.List); ok {
 				kind = "list"
-			} else if _, ok := x.(*dict); ok {
+			} else if _, ok := x.(*pickle.Dict); ok {
 				kind = "dict"
 			}
 			return c.leaf(names, Entry{Name: name, Kind: kind}, entry)
@@ -96,8 +97,8 @@ func (c *Checkpoint) build(root any, stores map[*storageRef]*Storage, entry stri
 			}
 			return &Error{Kind: ErrUnsupported, Entry: entry, Offset: x.off, Global: x.String(),
 				Msg: "entry " + strconv.Quote(name) + " is the global " + x.String() + ", which is only allowed " + where}
-		case *opaque:
-			return fail(ErrNotAllowed, x.off, "entry %q is %s", name, x.what)
+		case *pickle.Opaque:
+			return fail(ErrNotAllowed, x.Offset, "entry %q is %s", name, x.What)
 		}
 		e := Entry{Name: name, Value: v}
 		switch v.(type) {
@@ -129,27 +130,27 @@ func (c *Checkpoint) build(root any, stores map[*storageRef]*Storage, entry stri
 		var key string
 		done := false
 		switch x := f.c.(type) {
-		case tuple:
+		case pickle.Tuple:
 			if f.i >= len(x) {
 				done = true
 			} else {
 				child, key = x[f.i], strconv.Itoa(f.i)
 			}
-		case *list:
-			if f.i >= len(x.items) {
+		case *pickle.List:
+			if f.i >= len(x.Items) {
 				done = true
 			} else {
-				child, key = x.items[f.i], strconv.Itoa(f.i)
+				child, key = x.Items[f.i], strconv.Itoa(f.i)
 			}
-		case *dict:
-			if f.i >= len(x.keys) {
+		case *pickle.Dict:
+			if f.i >= len(x.Keys) {
 				done = true
 			} else {
-				child, key = x.vals[f.i], keyString(x.keys[f.i])
+				child, key = x.Values[f.i], keyString(x.Keys[f.i])
 			}
 		}
 		if done {
-			if _, isTuple := f.c.(tuple); !isTuple {
+			if _, isTuple := f.c.(pickle.Tuple); !isTuple {
 				delete(onPath, f.c)
 			}
 			stack = stack[:len(stack)-1]

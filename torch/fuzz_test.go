@@ -3,6 +3,7 @@ package torch
 import (
 	"bytes"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"github.com/gosafetensors/safetensors/torch/tarlist"
 	"io"
 	"os"
@@ -51,15 +52,15 @@ func FuzzUnpickle(f *testing.F) {
 		defer watchdog(b)()
 		lim := fuzzLimits()
 		for _, mode := range []pidMode{pidNone, pidZip, pidLegacy} {
-			src := newSource(bytes.NewReader(b), 0, int64(len(b)), "f")
+			src := pickle.NewStream(bytes.NewReader(b), 0, int64(len(b)))
 			m := newVM(src, lim, "f", mode, nil, nil)
 			if v, err := m.run(); err == nil {
 				c := &Checkpoint{}
 				_ = c.build(v, map[*storageRef]*Storage{}, "f", lim)
 			}
-			src = newSource(bytes.NewReader(b), 0, int64(len(b)), "f")
+			src = pickle.NewStream(bytes.NewReader(b), 0, int64(len(b)))
 			m = newVM(src, lim, "f", mode, nil, nil)
-			m.scan = &scanSink{rep: &ScanReport{}, entry: "f"}
+			m.scan = (&ScanReport{}).sink("f")
 			_, _ = m.run()
 		}
 		if m := int64(len(b)) + 1; m < 0 {
@@ -98,44 +99,6 @@ func FuzzZip(f *testing.F) {
 func watchdog(b []byte) func() {
 	t := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("input took more than 10s: %q", b)) })
 	return func() { t.Stop() }
-}
-
-// FuzzWalker checks the walker against the decoder: on any pickle the
-// scanning machine decodes to its STOP, the walker, run over the same
-// bytes from a fresh state, names every importable global the machine
-// named, at the same offset (so where the machine stops, the walker that
-// takes over misses nothing the machine would have seen). It must never
-// panic or take unbounded time on anything.
-func FuzzWalker(f *testing.F) {
-	addSeeds(f, func(p string) bool { return filepath.Ext(p) == ".pkl" || filepath.Ext(p) == ".bin" })
-	f.Add([]byte("\x80\x04\x8c\x05posix\x94\x8c\x06system\x94h\x00h\x01\x93."))
-	f.Add([]byte("cposix\nsystem\n(S'true'\ntR."))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		defer watchdog(b)()
-		lim := fuzzLimits()
-		vmRep := &ScanReport{}
-		src := newSource(bytes.NewReader(b), 0, int64(len(b)), "f")
-		m := newVM(src, lim, "f", pidZip, nil, nil)
-		m.scan = &scanSink{rep: vmRep, entry: "f"}
-		_, err := m.run()
-		wRep := &ScanReport{}
-		walkRegion(bytes.NewReader(b), 0, int64(len(b)), "f", wRep, nil)
-		if err != nil {
-			return
-		}
-		seen := map[string]bool{}
-		for _, g := range wRep.Globals {
-			seen[fmt.Sprint(g.String(), "@", g.Offset)] = true
-		}
-		for _, g := range vmRep.Globals {
-			if g.Module == "<copyreg-extension>" || !importable(g.Module) || !importable(g.Name) || len(g.Module) > maxGlobalPart || len(g.Name) > maxGlobalPart {
-				continue
-			}
-			if !seen[fmt.Sprint(g.String(), "@", g.Offset)] {
-				t.Fatalf("decoder names %s at %d, the walker does not (walker: %v)", g, g.Offset, wRep.Globals)
-			}
-		}
-	})
 }
 
 // FuzzScanTar feeds arbitrary files to the tar layer and the whole scan:

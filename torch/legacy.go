@@ -3,6 +3,7 @@ package torch
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"io"
 )
 
@@ -19,8 +20,8 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 	var objLen int64 // length of the object pickle
 	for i := 1; i < 5; i++ {
 		entry := fmt.Sprintf("pickle %d", i+1)
-		src := newSource(r, 0, size, entry)
-		src.pos = pos
+		src := pickle.NewStream(r, 0, size)
+		src.SetPos(pos)
 		mode := pidNone
 		if i == 3 {
 			mode = pidLegacy
@@ -31,9 +32,9 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 		}
 		vals[i] = v
 		if i == 3 {
-			objLen = src.pos - pos
+			objLen = src.Pos() - pos
 		}
-		pos = src.pos
+		pos = src.Pos()
 	}
 	if p, ok := vals[1].(int64); !ok || p != 1001 {
 		return nil, newError(ErrUnsupported, "pickle 2", -1, "legacy protocol version %s (expected 1001)", describeNum(vals[1]))
@@ -41,12 +42,12 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 	// vals[2] is sys_info (protocol_version, little_endian, type_sizes):
 	// torch.load ignores it, and reads storages in the machine's byte order
 	// (little-endian everywhere torch runs today), so it is ignored here too.
-	keyList, ok := vals[4].(*list)
+	keyList, ok := vals[4].(*pickle.List)
 	if !ok {
 		return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key list is a %s, not a list", typeName(vals[4]))
 	}
 	stores := make(map[*storageRef]*Storage, len(storages))
-	for _, kv := range keyList.items {
+	for _, kv := range keyList.Items {
 		key, ok := kv.(string)
 		if !ok {
 			return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key is a %s, not a str", typeName(kv))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"math/big"
 	"runtime"
 	"strings"
@@ -17,7 +18,7 @@ func decode(t testing.TB, b []byte, lim *Limits) (any, error) {
 		l := DefaultLimits()
 		lim = &l
 	}
-	src := newSource(bytes.NewReader(b), 0, int64(len(b)), "test.pkl")
+	src := pickle.NewStream(bytes.NewReader(b), 0, int64(len(b)))
 	return newVM(src, lim, "test.pkl", pidZip, nil, nil).run()
 }
 
@@ -115,8 +116,8 @@ func TestContainersAndMemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := v.(*dict)
-	if len(d.keys) != 3 || d.vals[0] != d.vals[2] || len(d.vals[1].(tuple)) != 4 {
+	d := v.(*pickle.Dict)
+	if len(d.Keys) != 3 || d.Values[0] != d.Values[2] || len(d.Values[1].(pickle.Tuple)) != 4 {
 		t.Fatalf("got %#v", d)
 	}
 	// MEMOIZE + STACK_GLOBAL from memo (allowed name)
@@ -125,7 +126,7 @@ func TestContainersAndMemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, ok := v.(*dict); !ok || !d.ordered {
+	if d, ok := v.(*pickle.Dict); !ok || d.Type != "OrderedDict" {
 		t.Fatalf("got %#v", v)
 	}
 	// the mark hides the stack below it, like CPython's metastack
@@ -349,9 +350,9 @@ func TestDictKeysPythonEquality(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := v.(*dict)
-	if len(d.keys) != 1 || d.keys[0] != int64(1) || d.vals[0] != "c" {
-		t.Fatalf("got %v %v", d.keys, d.vals)
+	d := v.(*pickle.Dict)
+	if len(d.Keys) != 1 || d.Keys[0] != int64(1) || d.Values[0] != "c" {
+		t.Fatalf("got %v %v", d.Keys, d.Values)
 	}
 }
 

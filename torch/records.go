@@ -2,40 +2,41 @@ package torch
 
 import (
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"math"
 	"math/big"
 	"strings"
 )
 
-// reduce handles REDUCE: only allowlisted callables, each turned into an
+// Reduce handles REDUCE: only allowlisted callables, each turned into an
 // inert record after its arguments are validated.
-func (m *vm) reduce(callee, args any, off int64) (any, error) {
+func (p *policy) Reduce(callee, args any, off int64) (any, error) {
 	g, isGlobal := callee.(*global)
 	callable := isGlobal && g.allow != nil && g.allow.role < roleStorageType
 	if !callable {
-		if m.scan != nil {
-			m.scan.opcode(opReduce, off, describe(callee))
-			return &opaque{what: describe(callee) + "(...)", off: off}, nil
+		if p.scan != nil {
+			p.scan.opcode(pickle.OpReduce, off, pickle.Describe(callee))
+			return &pickle.Opaque{What: pickle.Describe(callee) + "(...)", Offset: off}, nil
 		}
 		if isGlobal && g.allow != nil {
-			return nil, &Error{Kind: ErrNotAllowed, Entry: m.entry, Offset: off, Global: g.String(),
+			return nil, &Error{Kind: ErrNotAllowed, Entry: p.entry, Offset: off, Global: g.String(),
 				Msg: fmt.Sprintf("refusing to call %s (it is only allowed %s)", g, placeOf(g.allow))}
 		}
-		return nil, m.errf(ErrNotAllowed, off, "REDUCE on a %s (only allowlisted functions may be called)", describe(callee))
+		return nil, p.errf(ErrNotAllowed, off, "REDUCE on a %s (only allowlisted functions may be called)", pickle.Describe(callee))
 	}
-	t, ok := args.(tuple)
+	t, ok := args.(pickle.Tuple)
 	if !ok {
-		if m.scan != nil {
-			m.scan.problem(m.entry, off, fmt.Sprintf("REDUCE %s with %s arguments", g, typeName(args)))
-			return &opaque{what: g.String() + "(...)", off: off}, nil
+		if p.scan != nil {
+			p.scan.problem(p.entry, off, fmt.Sprintf("REDUCE %s with %s arguments", g, pickle.TypeName(args)))
+			return &pickle.Opaque{What: g.String() + "(...)", Offset: off}, nil
 		}
-		return nil, m.errf(ErrCorrupt, off, "REDUCE %s: arguments are a %s, not a tuple", g, typeName(args))
+		return nil, p.errf(ErrCorrupt, off, "REDUCE %s: arguments are a %s, not a tuple", g, pickle.TypeName(args))
 	}
-	v, err := m.call(g, t, off)
+	v, err := p.call(g, t, off)
 	if err != nil {
-		if m.scan != nil {
-			m.scan.problem(m.entry, off, err.Msg)
-			return &opaque{what: g.String() + "(...)", off: off}, nil
+		if p.scan != nil {
+			p.scan.problem(p.entry, off, err.Msg)
+			return &pickle.Opaque{What: g.String() + "(...)", Offset: off}, nil
 		}
 		return nil, err
 	}
@@ -50,13 +51,13 @@ func placeOf(a *allowEntry) string {
 }
 
 // call validates the arguments of an allowlisted callable and builds its record.
-func (m *vm) call(g *global, args tuple, off int64) (any, *Error) {
+func (p *policy) call(g *global, args pickle.Tuple, off int64) (any, *Error) {
 	bad := func(kind error, format string, a ...any) *Error {
-		return m.errf(kind, off, "%s: %s", g, fmt.Sprintf(format, a...))
+		return p.errf(kind, off, "%s: %s", g, fmt.Sprintf(format, a...))
 	}
 	switch g.allow.role {
 	case roleOrderedDict:
-		d := &dict{ordered: true}
+		d := &pickle.Dict{Type: "OrderedDict"}
 		if len(args) == 0 {
 			return d, nil
 		}
@@ -65,39 +66,39 @@ func (m *vm) call(g *global, args tuple, off int64) (any, *Error) {
 		}
 		var pairs []any
 		switch x := args[0].(type) {
-		case *list:
-			pairs = x.items
-		case tuple:
+		case *pickle.List:
+			pairs = x.Items
+		case pickle.Tuple:
 			pairs = x
-		case *dict:
+		case *pickle.Dict:
 			// copying is work the opcode count does not see: a memo GET of
 			// one big dict, reduced again and again, would be quadratic
-			if err := m.count(len(x.keys)); err != nil {
-				return nil, err.(*Error)
+			if err := p.charge(len(x.Keys)); err != nil {
+				return nil, err
 			}
-			for i := range x.keys {
-				d.set(x.keys[i], x.vals[i])
+			for i := range x.Keys {
+				d.Set(x.Keys[i], x.Values[i])
 			}
 			return d, nil
 		default:
-			return nil, bad(ErrCorrupt, "argument is a %s, not a sequence of pairs", typeName(args[0]))
+			return nil, bad(ErrCorrupt, "argument is a %s, not a sequence of pairs", pickle.TypeName(args[0]))
 		}
-		if err := m.count(len(pairs)); err != nil { // see above
-			return nil, err.(*Error)
+		if err := p.charge(len(pairs)); err != nil { // see above
+			return nil, err
 		}
-		for _, p := range pairs {
+		for _, pair := range pairs {
 			var kv []any
-			switch x := p.(type) {
-			case tuple:
+			switch x := pair.(type) {
+			case pickle.Tuple:
 				kv = x
-			case *list:
-				kv = x.items
+			case *pickle.List:
+				kv = x.Items
 			}
 			if len(kv) != 2 {
 				return nil, bad(ErrCorrupt, "item is not a (key, value) pair")
 			}
-			if !d.set(kv[0], kv[1]) {
-				return nil, bad(ErrUnsupported, "dict key of type %s is not supported", typeName(kv[0]))
+			if !d.Set(kv[0], kv[1]) {
+				return nil, bad(ErrUnsupported, "dict key of type %s is not supported", pickle.TypeName(kv[0]))
 			}
 		}
 		return d, nil
@@ -108,14 +109,14 @@ func (m *vm) call(g *global, args tuple, off int64) (any, *Error) {
 		s, ok1 := args[0].(string)
 		enc, ok2 := args[1].(string)
 		if !ok1 || !ok2 || enc != "latin1" {
-			return nil, bad(ErrNotAllowed, "only (str, 'latin1') is allowed, got (%s, %s)", typeName(args[0]), describeArg(args[1]))
+			return nil, bad(ErrNotAllowed, "only (str, 'latin1') is allowed, got (%s, %s)", pickle.TypeName(args[0]), describeArg(args[1]))
 		}
 		// Each call copies its (possibly memo-shared) argument: without a
 		// budget, one big string encoded again and again allocates without
 		// bound. Legitimate pickles encode each string once, so the output
 		// never exceeds the stream's own length.
-		if m.encoded += int64(len(s)); m.encoded > m.src.limit {
-			return nil, bad(ErrLimit, "_codecs.encode output exceeds the %d-byte pickle (a memo-shared string encoded repeatedly)", m.src.limit)
+		if p.encoded += int64(len(s)); p.encoded > p.limit {
+			return nil, bad(ErrLimit, "_codecs.encode output exceeds the %d-byte pickle (a memo-shared string encoded repeatedly)", p.limit)
 		}
 		b := make([]byte, 0, len(s))
 		for _, r := range s {
@@ -129,19 +130,19 @@ func (m *vm) call(g *global, args tuple, off int64) (any, *Error) {
 		if len(args) != 1 {
 			return nil, bad(ErrCorrupt, "expected 1 argument, got %d", len(args))
 		}
-		dims, ok := intsOf(args[0], m.lim.MaxDims)
+		dims, ok := intsOf(args[0], p.lim.MaxDims)
 		if !ok {
-			return nil, bad(ErrCorrupt, "argument is not a sequence of at most %d ints", m.lim.MaxDims)
+			return nil, bad(ErrCorrupt, "argument is not a sequence of at most %d ints", p.lim.MaxDims)
 		}
-		t := make(tuple, len(dims))
+		t := make(pickle.Tuple, len(dims))
 		for i, d := range dims {
 			t[i] = d
 		}
 		return t, nil
 	case roleRebuildTensor, roleRebuildTensorV2, roleRebuildTensorV3:
-		return m.rebuildTensor(g, args, off)
+		return p.rebuildTensor(g, args, off)
 	case roleRebuildParam, roleRebuildParamState:
-		return m.rebuildParameter(g, args, off)
+		return p.rebuildParameter(g, args, off)
 	}
 	return nil, bad(ErrNotAllowed, "not callable")
 }
@@ -150,7 +151,7 @@ func describeArg(v any) string {
 	if s, ok := v.(string); ok {
 		return fmt.Sprintf("%q", s)
 	}
-	return typeName(v)
+	return pickle.TypeName(v)
 }
 
 // intsOf converts a tuple or list of at most max ints to []int64. The length
@@ -159,10 +160,10 @@ func describeArg(v any) string {
 func intsOf(v any, max int) ([]int64, bool) {
 	var items []any
 	switch x := v.(type) {
-	case tuple:
+	case pickle.Tuple:
 		items = x
-	case *list:
-		items = x.items
+	case *pickle.List:
+		items = x.Items
 	default:
 		return nil, false
 	}
@@ -199,8 +200,8 @@ func emptyDict(v any, allowNone bool) bool {
 	if v == nil {
 		return allowNone
 	}
-	d, ok := v.(*dict)
-	return ok && len(d.keys) == 0
+	d, ok := v.(*pickle.Dict)
+	return ok && d.Len() == 0
 }
 
 // rebuildTensor validates _rebuild_tensor{,_v2,_v3} arguments:
@@ -208,9 +209,9 @@ func emptyDict(v any, allowNone bool) bool {
 //	_rebuild_tensor(storage, storage_offset, size, stride)
 //	_rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
 //	_rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype[, metadata])
-func (m *vm) rebuildTensor(g *global, args tuple, off int64) (any, *Error) {
+func (p *policy) rebuildTensor(g *global, args pickle.Tuple, off int64) (any, *Error) {
 	bad := func(kind error, format string, a ...any) *Error {
-		return m.errf(kind, off, "%s: %s", g, fmt.Sprintf(format, a...))
+		return p.errf(kind, off, "%s: %s", g, fmt.Sprintf(format, a...))
 	}
 	role := g.allow.role
 	min, max := 4, 4
@@ -225,36 +226,36 @@ func (m *vm) rebuildTensor(g *global, args tuple, off int64) (any, *Error) {
 	}
 	st, ok := args[0].(*storageRef)
 	if !ok {
-		return nil, bad(ErrCorrupt, "first argument is a %s, not a storage persistent id", describe(args[0]))
+		return nil, bad(ErrCorrupt, "first argument is a %s, not a storage persistent id", pickle.Describe(args[0]))
 	}
 	offset, ok := args[1].(int64)
 	if !ok {
-		return nil, bad(ErrCorrupt, "storage offset is a %s, not an int", typeName(args[1]))
+		return nil, bad(ErrCorrupt, "storage offset is a %s, not an int", pickle.TypeName(args[1]))
 	}
-	size, ok := intsOf(args[2], m.lim.MaxDims)
+	size, ok := intsOf(args[2], p.lim.MaxDims)
 	if !ok {
-		return nil, bad(ErrCorrupt, "size is not a tuple of at most %d ints", m.lim.MaxDims)
+		return nil, bad(ErrCorrupt, "size is not a tuple of at most %d ints", p.lim.MaxDims)
 	}
-	stride, ok := intsOf(args[3], m.lim.MaxDims)
+	stride, ok := intsOf(args[3], p.lim.MaxDims)
 	if !ok {
-		return nil, bad(ErrCorrupt, "stride is not a tuple of at most %d ints", m.lim.MaxDims)
+		return nil, bad(ErrCorrupt, "stride is not a tuple of at most %d ints", p.lim.MaxDims)
 	}
 	rec := &tensorRec{storage: st, offset: offset, size: size, stride: stride, off: off}
 	dt := &dtypeInfo{name: st.typ.name, dtype: st.typ.dtype, itemSize: st.typ.itemSize}
 	if role != roleRebuildTensor {
 		rg, ok := boolOf(args[4])
 		if !ok {
-			return nil, bad(ErrCorrupt, "requires_grad is a %s, not a bool", typeName(args[4]))
+			return nil, bad(ErrCorrupt, "requires_grad is a %s, not a bool", pickle.TypeName(args[4]))
 		}
 		rec.requiresGrad = rg
 		if !emptyDict(args[5], true) {
-			return nil, bad(ErrUnsupported, "backward hooks (%s) are not supported", describe(args[5]))
+			return nil, bad(ErrUnsupported, "backward hooks (%s) are not supported", pickle.Describe(args[5]))
 		}
 		meta := 6
 		if role == roleRebuildTensorV3 {
 			dg, ok := args[6].(*global)
 			if !ok || dg.allow == nil || dg.allow.role != roleDType {
-				return nil, bad(ErrCorrupt, "dtype argument is a %s, not a torch dtype", describe(args[6]))
+				return nil, bad(ErrCorrupt, "dtype argument is a %s, not a torch dtype", pickle.Describe(args[6]))
 			}
 			if !st.typ.untyped {
 				return nil, bad(ErrCorrupt, "storage type %s is not torch.UntypedStorage", st.typ.name)
@@ -263,29 +264,28 @@ func (m *vm) rebuildTensor(g *global, args tuple, off int64) (any, *Error) {
 			meta = 7
 		}
 		if len(args) > meta && !emptyDict(args[meta], true) {
-			return nil, bad(ErrUnsupported, "tensor metadata (%s) is not supported", describe(args[meta]))
+			return nil, bad(ErrUnsupported, "tensor metadata (%s) is not supported", pickle.Describe(args[meta]))
 		}
 	}
 	rec.dtype = dt
-	if err := m.checkView(rec); err != "" {
+	if err := p.checkView(rec); err != "" {
 		return nil, bad(ErrCorrupt, "%s", err)
 	}
-	if n := viewBytes(rec); n > m.lim.MaxTensorBytes {
-		return nil, bad(ErrLimit, "tensor of %d bytes exceeds the %d-byte limit", n, m.lim.MaxTensorBytes)
+	if n := viewBytes(rec); n > p.lim.MaxTensorBytes {
+		return nil, bad(ErrLimit, "tensor of %d bytes exceeds the %d-byte limit", n, p.lim.MaxTensorBytes)
 	}
-	*m.ids++
-	rec.id = *m.ids
+	rec.id = p.nextID()
 	return rec, nil
 }
 
 // checkView verifies that the view lies inside its storage, with overflow
 // checks; it returns "" or the problem.
-func (m *vm) checkView(t *tensorRec) string {
+func (p *policy) checkView(t *tensorRec) string {
 	if len(t.size) != len(t.stride) {
 		return fmt.Sprintf("size has %d dims but stride has %d", len(t.size), len(t.stride))
 	}
-	if len(t.size) > m.lim.MaxDims {
-		return fmt.Sprintf("%d dims exceed the limit of %d", len(t.size), m.lim.MaxDims)
+	if len(t.size) > p.lim.MaxDims {
+		return fmt.Sprintf("%d dims exceed the limit of %d", len(t.size), p.lim.MaxDims)
 	}
 	if t.offset < 0 {
 		return fmt.Sprintf("negative storage offset %d", t.offset)
@@ -341,7 +341,7 @@ func (m *vm) checkView(t *tensorRec) string {
 // a state of this shape can be: None, an empty dict, or a (dict, slots) pair
 // of those.
 func emptyState(v any) bool {
-	if t, ok := v.(tuple); ok {
+	if t, ok := v.(pickle.Tuple); ok {
 		return len(t) == 2 && emptyDict(t[0], true) && emptyDict(t[1], true)
 	}
 	return emptyDict(v, true)
@@ -349,9 +349,9 @@ func emptyState(v any) bool {
 
 // rebuildParameter validates _rebuild_parameter(data, requires_grad,
 // backward_hooks) and _rebuild_parameter_with_state(..., state).
-func (m *vm) rebuildParameter(g *global, args tuple, off int64) (any, *Error) {
+func (p *policy) rebuildParameter(g *global, args pickle.Tuple, off int64) (any, *Error) {
 	bad := func(kind error, format string, a ...any) *Error {
-		return m.errf(kind, off, "%s: %s", g, fmt.Sprintf(format, a...))
+		return p.errf(kind, off, "%s: %s", g, fmt.Sprintf(format, a...))
 	}
 	want := 3
 	if g.allow.role == roleRebuildParamState {
@@ -362,52 +362,51 @@ func (m *vm) rebuildParameter(g *global, args tuple, off int64) (any, *Error) {
 	}
 	data, ok := args[0].(*tensorRec)
 	if !ok {
-		return nil, bad(ErrCorrupt, "data is a %s, not a rebuilt tensor", describe(args[0]))
+		return nil, bad(ErrCorrupt, "data is a %s, not a rebuilt tensor", pickle.Describe(args[0]))
 	}
 	rg, ok := boolOf(args[1])
 	if !ok {
-		return nil, bad(ErrCorrupt, "requires_grad is a %s, not a bool", typeName(args[1]))
+		return nil, bad(ErrCorrupt, "requires_grad is a %s, not a bool", pickle.TypeName(args[1]))
 	}
 	if !emptyDict(args[2], true) {
-		return nil, bad(ErrUnsupported, "backward hooks (%s) are not supported", describe(args[2]))
+		return nil, bad(ErrUnsupported, "backward hooks (%s) are not supported", pickle.Describe(args[2]))
 	}
 	// torch's _set_obj_state does setattr(param, k, v) for every item of
 	// the state (a dict, or a (dict, slots) pair): {"data": other_tensor}
 	// swaps the parameter's contents, {"real": 0.0} overwrites them. Only an
 	// empty state is accepted, so the data argument is what torch returns.
 	if want == 4 && !emptyState(args[3]) {
-		return nil, bad(ErrUnsupported, "non-empty parameter state (%s) is not supported: torch would setattr its items on the parameter", describe(args[3]))
+		return nil, bad(ErrUnsupported, "non-empty parameter state (%s) is not supported: torch would setattr its items on the parameter", pickle.Describe(args[3]))
 	}
-	p := *data
-	p.isParameter = true
-	p.requiresGrad = rg
-	p.off = off
-	*m.ids++
-	p.id = *m.ids
-	return &p, nil
+	param := *data
+	param.isParameter = true
+	param.requiresGrad = rg
+	param.off = off
+	param.id = p.nextID()
+	return &param, nil
 }
 
-// persistentLoad validates a BINPERSID tuple: only torch's
+// PersistentLoad validates a BINPERSID tuple: only torch's
 // ('storage', <storage class>, key, location, numel[, view_metadata]).
-func (m *vm) persistentLoad(pid any, off int64) (any, error) {
-	v, err := m.storagePID(pid, off)
+func (p *policy) PersistentLoad(pid any, off int64) (any, error) {
+	v, err := p.storagePID(pid, off)
 	if err != nil {
-		if m.scan != nil {
-			m.scan.problem(m.entry, off, err.Msg)
-			return &opaque{what: "persistent id", off: off}, nil
+		if p.scan != nil {
+			p.scan.problem(p.entry, off, err.Msg)
+			return &pickle.Opaque{What: "persistent id", Offset: off}, nil
 		}
 		return nil, err
 	}
 	return v, nil
 }
 
-func (m *vm) storagePID(pid any, off int64) (*storageRef, *Error) {
-	if m.pids == pidNone {
-		return nil, m.errf(ErrCorrupt, off, "persistent id (BINPERSID) in a pickle that cannot contain one")
+func (p *policy) storagePID(pid any, off int64) (*storageRef, *Error) {
+	if p.pids == pidNone {
+		return nil, p.errf(ErrCorrupt, off, "persistent id (BINPERSID) in a pickle that cannot contain one")
 	}
-	t, ok := pid.(tuple)
+	t, ok := pid.(pickle.Tuple)
 	if !ok || len(t) == 0 {
-		return nil, m.errf(ErrCorrupt, off, "persistent id is a %s, not a ('storage', ...) tuple", describe(pid))
+		return nil, p.errf(ErrCorrupt, off, "persistent id is a %s, not a ('storage', ...) tuple", pickle.Describe(pid))
 	}
 	var tag string
 	switch x := t[0].(type) {
@@ -417,50 +416,53 @@ func (m *vm) storagePID(pid any, off int64) (*storageRef, *Error) {
 		tag = string(x)
 	}
 	if tag != "storage" {
-		return nil, m.errf(ErrCorrupt, off, "persistent id tag %s; only 'storage' is allowed", describeArg(t[0]))
+		return nil, p.errf(ErrCorrupt, off, "persistent id tag %s; only 'storage' is allowed", describeArg(t[0]))
 	}
 	want := 5
-	if m.pids == pidLegacy {
+	if p.pids == pidLegacy {
 		want = 6
 	}
 	if len(t) != want {
-		return nil, m.errf(ErrCorrupt, off, "storage persistent id has %d fields, want %d", len(t), want)
+		return nil, p.errf(ErrCorrupt, off, "storage persistent id has %d fields, want %d", len(t), want)
 	}
 	g, ok := t[1].(*global)
 	if !ok || g.allow == nil || g.allow.role != roleStorageType {
-		return nil, m.errf(ErrCorrupt, off, "storage type is a %s, not a torch storage class", describe(t[1]))
+		return nil, p.errf(ErrCorrupt, off, "storage type is a %s, not a torch storage class", pickle.Describe(t[1]))
 	}
 	key, ok := t[2].(string)
 	if !ok {
-		return nil, m.errf(ErrCorrupt, off, "storage key is a %s, not a str", typeName(t[2]))
+		return nil, p.errf(ErrCorrupt, off, "storage key is a %s, not a str", pickle.TypeName(t[2]))
 	}
 	loc, ok := t[3].(string)
 	if !ok {
-		return nil, m.errf(ErrCorrupt, off, "storage location is a %s, not a str", typeName(t[3]))
+		return nil, p.errf(ErrCorrupt, off, "storage location is a %s, not a str", pickle.TypeName(t[3]))
 	}
 	numel, ok := t[4].(int64)
 	if !ok || numel < 0 {
-		return nil, m.errf(ErrCorrupt, off, "storage %q numel is %s", key, describeNum(t[4]))
+		return nil, p.errf(ErrCorrupt, off, "storage %q numel is %s", key, describeNum(t[4]))
 	}
 	if want == 6 && t[5] != nil {
-		return nil, m.errf(ErrUnsupported, off, "storage %q has view metadata (pre-1.0 legacy storage views are not supported)", key)
+		return nil, p.errf(ErrUnsupported, off, "storage %q has view metadata (pre-1.0 legacy storage views are not supported)", key)
 	}
 	st := g.allow.storage
 	nbytes, ok := mulCheck(numel, int64(st.itemSize))
 	if !ok {
-		return nil, m.errf(ErrCorrupt, off, "storage %q numel %d overflows", key, numel)
+		return nil, p.errf(ErrCorrupt, off, "storage %q numel %d overflows", key, numel)
 	}
-	if prev, ok := m.storages[key]; ok {
+	if p.storages == nil {
+		p.storages = make(map[string]*storageRef)
+	}
+	if prev, ok := p.storages[key]; ok {
 		if prev.typ != st {
-			return nil, m.errf(ErrCorrupt, off, "storage %q used as both %s and %s", key, prev.typ.name, st.name)
+			return nil, p.errf(ErrCorrupt, off, "storage %q used as both %s and %s", key, prev.typ.name, st.name)
 		}
 		if prev.numel != numel {
-			return nil, m.errf(ErrCorrupt, off, "storage %q declared with numel %d and %d", key, prev.numel, numel)
+			return nil, p.errf(ErrCorrupt, off, "storage %q declared with numel %d and %d", key, prev.numel, numel)
 		}
 		return prev, nil
 	}
 	ref := &storageRef{key: key, typ: st, location: loc, numel: numel, off: off, nbytes: nbytes}
-	m.storages[key] = ref
+	p.storages[key] = ref
 	return ref, nil
 }
 
@@ -471,7 +473,7 @@ func describeNum(v any) string {
 	case *big.Int:
 		return x.String()
 	}
-	return "a " + typeName(v)
+	return "a " + pickle.TypeName(v)
 }
 
 // build handles BUILD: only OrderedDict instances with a dict state (the
@@ -482,41 +484,41 @@ var orderedDictMethods = map[string]bool{"keys": true, "values": true, "items": 
 	"popitem": true, "setdefault": true, "update": true, "copy": true, "clear": true, "move_to_end": true,
 	"fromkeys": true, "append": true, "extend": true}
 
-func (m *vm) build(inst, state any, off int64) error {
-	d, ok := inst.(*dict)
-	st, ok2 := state.(*dict)
-	if ok && d.ordered && ok2 {
+func (p *policy) Build(inst, state any, off int64) error {
+	d, ok := inst.(*pickle.Dict)
+	st, ok2 := state.(*pickle.Dict)
+	if ok && d.Type == "OrderedDict" && ok2 {
 		// The state goes into the instance's __dict__, where a name
 		// CPython looks up later (__setstate__ on the next BUILD, keys
 		// when the dict is copied, ...) would be called: torch's
 		// _metadata needs none of them, and only one BUILD.
 		bad := ""
-		if d.state != nil {
+		if d.State != nil {
 			bad = "a second BUILD on one OrderedDict (CPython would call a __setstate__ the first one stored)"
 		}
-		for _, k := range st.keys {
+		for _, k := range st.Keys {
 			if s, isStr := k.(string); bad == "" && (!isStr || strings.HasPrefix(s, "__") || orderedDictMethods[s]) {
-				bad = fmt.Sprintf("BUILD state key %s would shadow an OrderedDict attribute CPython may call", describe(k))
+				bad = fmt.Sprintf("BUILD state key %s would shadow an OrderedDict attribute CPython may call", pickle.Describe(k))
 			}
 		}
 		if bad != "" {
-			if m.scan != nil {
-				m.scan.opcode(opBuild, off, "OrderedDict state that shadows a method")
+			if p.scan != nil {
+				p.scan.opcode(pickle.OpBuild, off, "OrderedDict state that shadows a method")
 				return nil
 			}
-			return m.errf(ErrNotAllowed, off, "%s", bad)
+			return p.errf(ErrNotAllowed, off, "%s", bad)
 		}
-		d.state = st
+		d.State = st
 		return nil
 	}
-	if m.scan != nil {
-		m.scan.opcode(opBuild, off, describe(inst))
+	if p.scan != nil {
+		p.scan.opcode(pickle.OpBuild, off, pickle.Describe(inst))
 		return nil
 	}
-	if !ok || !d.ordered {
-		return m.errf(ErrNotAllowed, off, "BUILD on a %s (only an OrderedDict may receive state)", describe(inst))
+	if !ok || d.Type != "OrderedDict" {
+		return p.errf(ErrNotAllowed, off, "BUILD on a %s (only an OrderedDict may receive state)", pickle.Describe(inst))
 	}
-	return m.errf(ErrNotAllowed, off, "BUILD with a %s state (only a dict is allowed)", describe(state))
+	return p.errf(ErrNotAllowed, off, "BUILD with a %s state (only a dict is allowed)", pickle.Describe(state))
 }
 
 func mulCheck(a, b int64) (int64, bool) {

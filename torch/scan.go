@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"github.com/gosafetensors/safetensors/torch/ziplist"
 	"io"
 	"os"
@@ -197,126 +198,60 @@ type pickleScan struct {
 	failed  bool  // decoding stopped before the end of the region
 	failOff int64 // offset of the opcode it stopped on
 	err     error // why it stopped
-	state   *walkState
+	state   *pickle.State
 }
 
 // scanPickles decodes consecutive pickles in [base, base+n) from start;
 // where decoding stops early the walker continues to the end.
 func scanPickles(ra io.ReaderAt, base, start, n int64, entry string, pids pidMode, lim *Limits, rep *ScanReport, maxPickles int, crc *uint32) pickleScan {
-	src := newSource(ra, base, n, entry)
-	src.pos = start
-	src.hash = crc != nil
+	src := pickle.NewStream(ra, base, n)
+	src.SetPos(start)
+	if crc != nil {
+		src.HashCRC32()
+	}
 	ps := scanSource(src, entry, pids, lim, rep, maxPickles, crc, nil)
 	if ps.failed {
 		walkAt(ra, base, ps.failOff, n, entry, rep, ps.state)
-	} else if src.remaining() > 0 {
-		rep.addProblem(fmt.Sprintf("%s offset %d: %d unexplained bytes after the last pickle", entry, src.pos, src.remaining()))
-		walkAt(ra, base, src.pos, n, entry, rep, nil)
+	} else if src.Remaining() > 0 {
+		rep.addProblem(fmt.Sprintf("%s offset %d: %d unexplained bytes after the last pickle", entry, src.Pos(), src.Remaining()))
+		walkAt(ra, base, src.Pos(), n, entry, rep, nil)
 	}
 	return ps
 }
 
-// walkAt runs the walker over [from, end) of the region at base.
-func walkAt(ra io.ReaderAt, base, from, end int64, entry string, rep *ScanReport, st *walkState) {
-	if from >= end {
-		return
-	}
-	w := walkRegion(io.NewSectionReader(ra, base+from, end-from), from, end, entry, rep, st)
-	for _, fw := range w.frameEnds {
-		walkFrameEnd(ra, base, fw, end, entry, rep)
-	}
-}
-
-// maxFrameWalkBytes bounds the bytes walked again from the ends of FRAMEs
-// that run past their STOP (beyond the first such walk of a report).
-const maxFrameWalkBytes = 256 << 20
-
-// maxCrossPrefix bounds the opcode bytes read from a frame before an
-// argument that crossed its end (a GLOBAL's module line, at most).
-const maxCrossPrefix = 64 << 10
-
-// walkFrameEnd walks what torch may read from a frame end fw.from to end of
-// the region at base: the next pickle if a FRAME that ran past its STOP
-// left the file at its end (see vm.checkFrameEnd), or, where an argument
-// crossed the frame end (see vm.checkCross), the opcode and the arguments
-// read before that one, then the frame end on. The caller already
-// recorded the problem.
-func walkFrameEnd(ra io.ReaderAt, base int64, fw frameWalk, end int64, entry string, rep *ScanReport) {
-	// a work list, not recursion: walks from frame ends find more of them
-	queue := []frameWalk{fw}
-	for len(queue) > 0 {
-		fw := queue[0]
-		queue = queue[1:]
-		if w := walkFrom(ra, base, fw, end, entry, rep); w != nil {
-			queue = append(queue, w.frameEnds...)
-		}
-	}
-}
-
-// walkFrom walks one place of walkFrameEnd.
-func walkFrom(ra io.ReaderAt, base int64, fw frameWalk, end int64, entry string, rep *ScanReport) *walker {
-	fe := fw.from
-	if fe >= end {
-		return nil
-	}
-	if fw.crossAt == fw.opOff { // nothing read from the frame first
-		fw.opOff, fw.crossAt = fe, fe
-	}
-	k := frameWalkKey{base: base, from: fe, end: end, entry: entry, opOff: fw.opOff, crossAt: fw.crossAt}
-	if rep.frameWalked[k] {
-		return nil
-	}
-	if rep.frameWalked == nil {
-		rep.frameWalked = make(map[frameWalkKey]bool)
-	}
-	if rep.frameWalkBytes > 0 && end-fe > maxFrameWalkBytes-rep.frameWalkBytes {
-		rep.addProblem(fmt.Sprintf("%s offset %d: too many FRAMEs run past their STOP or are crossed; the bytes from this frame end were not walked again", entry, fe))
-		return nil
-	}
-	prefix := fw.crossAt - fw.opOff
-	if prefix < 0 || prefix > maxCrossPrefix {
-		rep.addProblem(fmt.Sprintf("%s offset %d: the opcode whose argument crosses the frame end at %d is too long to walk again", entry, fw.opOff, fe))
-		return nil
-	}
-	rep.frameWalked[k] = true
-	rep.frameWalkBytes += end - fe
-	var r io.Reader = io.NewSectionReader(ra, base+fe, end-fe)
-	if prefix > 0 {
-		r = io.MultiReader(io.NewSectionReader(ra, base+fw.opOff, prefix), r)
-	}
-	w := newWalker(r, fw.opOff, end, entry+" (from a frame end)", rep, fw.st)
-	if prefix > 0 {
-		w.jumpAt, w.jumpTo = fw.crossAt, fe
-	}
-	w.run()
-	return w
+// walkAt runs the walker over [from, end) of the region at base, from
+// the state st (nil: a fresh pickle).
+func walkAt(ra io.ReaderAt, base, from, end int64, entry string, rep *ScanReport, st *pickle.State) {
+	rep.walker().Walk(ra, base, from, end, rep.sink(entry), st)
 }
 
 // scanSource decodes up to maxPickles consecutive pickles from src's
 // position, recording findings in rep; storages (nil: a fresh table) is
 // shared by the pickles.
-func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanReport, maxPickles int, crc *uint32, storages map[string]*storageRef) pickleScan {
-	var ps pickleScan
-	src.entry = entry
+func scanSource(src *pickle.Stream, entry string, pids pidMode, lim *Limits, rep *ScanReport, maxPickles int, crc *uint32, storages map[string]*storageRef) pickleScan {
 	if storages == nil {
 		storages = make(map[string]*storageRef)
 	}
-	if src.remaining() <= 0 {
+	return scanWith(newVM(src, lim, entry, pids, storages, nil), entry, rep, maxPickles, crc)
+}
+
+// scanWith is scanSource with the machine m (reused for every pickle: a
+// file of many tiny pickles must not cost a machine each).
+func scanWith(m *vm, entry string, rep *ScanReport, maxPickles int, crc *uint32) pickleScan {
+	var ps pickleScan
+	src := m.src
+	if src.Remaining() <= 0 {
 		rep.addProblem(entry + ": empty pickle")
 	}
-	for i := 0; i < maxPickles && src.remaining() > 0; i++ {
+	for i := 0; i < maxPickles && src.Remaining() > 0; i++ {
 		name := entry
 		if i > 0 {
 			name = fmt.Sprintf("%s (pickle %d)", entry, i+1)
-			rep.addProblem(fmt.Sprintf("%s offset %d: another pickle after STOP", entry, src.pos))
+			rep.addProblem(fmt.Sprintf("%s offset %d: another pickle after STOP", entry, src.Pos()))
 		}
-		m := newVM(src, lim, name, pids, storages, nil)
-		m.scan = &scanSink{rep: rep, entry: name}
+		m.entry, m.scan = name, rep.sink(name)
 		rep.Pickles++
 		v, err := m.run()
-		if m.frameOver > 0 {
-			walkFrameEnd(src.r, src.base, frameWalk{from: m.frameOver, opOff: m.frameOver, crossAt: m.frameOver}, src.limit, name, rep)
-		}
 		if err != nil {
 			rep.addProblem(errMsg(err))
 			ps.failed, ps.err = true, err
@@ -328,8 +263,8 @@ func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanR
 		}
 	}
 	if crc != nil {
-		if got, err := src.finishCRC(); err != nil {
-			rep.addProblem(errMsg(err))
+		if got, err := src.CRC32(); err != nil {
+			rep.addProblem(errMsg(withEntry(err, entry)))
 		} else if got != *crc {
 			rep.addProblem(fmt.Sprintf("%s: CRC-32 mismatch (stored %08x, computed %08x)", entry, *crc, got))
 		}
@@ -344,7 +279,7 @@ func scanSource(src *source, entry string, pids pidMode, lim *Limits, rep *ScanR
 // FormatPickle, or FormatUnknown if the first pickle does not decode.
 func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) Format {
 	// one source for every pickle (see openStream)
-	src := newSource(r, 0, size, "pickle 1")
+	src := pickle.NewStream(r, 0, size)
 	storages := make(map[string]*storageRef)
 	ps := scanSource(src, "pickle 1", pidNone, lim, rep, 1, nil, storages)
 	if ps.failed {
@@ -362,7 +297,7 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) Format 
 		var keys any
 		for i := 2; i <= 5; i++ {
 			entry := fmt.Sprintf("pickle %d", i)
-			if src.remaining() == 0 {
+			if src.Remaining() == 0 {
 				rep.addProblem(fmt.Sprintf("truncated legacy checkpoint: %s is missing", entry))
 				return FormatLegacy
 			}
@@ -377,13 +312,14 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) Format 
 			}
 			keys = ps.first
 		}
-		scanLegacyTail(r, size, src.pos, keys, storages, rep)
+		scanLegacyTail(r, size, src.Pos(), keys, storages, rep)
 		return FormatLegacy
 	}
 	rep.addProblem("not a PyTorch checkpoint: a bare pickle (torch.load would unpickle it with the full unpickler)")
-	for i := 2; src.remaining() > 0; i++ {
+	bare := newVM(src, lim, "", pidNone, nil, nil)
+	for i := 2; src.Remaining() > 0; i++ {
 		entry := fmt.Sprintf("pickle %d", i)
-		if ps := scanSource(src, entry, pidNone, lim, rep, 1, nil, nil); ps.failed {
+		if ps := scanWith(bare, entry, rep, 1, nil); ps.failed {
 			walkAt(r, 0, ps.failOff, size, entry, rep, ps.state)
 			break
 		}
@@ -396,11 +332,11 @@ func scanStream(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) Format 
 // bytes after the last one: torch never reads them, and a checkpoint has
 // none.
 func scanLegacyTail(r io.ReaderAt, size, pos int64, keys any, storages map[string]*storageRef, rep *ScanReport) {
-	l, ok := keys.(*list)
+	l, ok := keys.(*pickle.List)
 	if !ok {
 		return // Open reports it; torch stops there
 	}
-	for _, k := range l.items {
+	for _, k := range l.Items {
 		key, _ := k.(string)
 		ref := storages[key]
 		if ref == nil || pos > size-8 {
@@ -431,7 +367,7 @@ func scanZipPolyglot(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	if readFull(r, tail, size-int64(len(tail))) != nil || !bytes.Contains(tail, []byte("PK\x05\x06")) {
 		return
 	}
-	sub := &ScanReport{}
+	sub := rep.sub()
 	scanZip(r, size, lim, sub)
 	if len(sub.Globals) == 0 && len(sub.DangerousOpcodes) == 0 && sub.Pickles == 0 {
 		return
@@ -535,7 +471,7 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 			continue
 		}
 		head := make([]byte, min(n, 2))
-		if readFull(ra, head, off) != nil || len(head) < 2 || head[0] != opProto || head[1] < 2 || head[1] > 5 {
+		if readFull(ra, head, off) != nil || len(head) < 2 || pickle.Op(head[0]) != pickle.OpProto || head[1] < 2 || head[1] > 5 {
 			continue
 		}
 		// Looks like a pickle in a non-.pkl member: scan it separately and
@@ -543,7 +479,7 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 		if overlap(e) {
 			continue
 		}
-		sub := &ScanReport{}
+		sub := rep.sub()
 		scanPickles(ra, off, 0, min(n, lim.MaxPickleBytes), e.Name, pidZip, lim, sub, 1, nil)
 		if len(sub.Globals) > 0 || len(sub.DangerousOpcodes) > 0 {
 			rep.addProblem(e.Name + ": pickle hidden in a non-.pkl member")

@@ -3,6 +3,7 @@ package torch
 import (
 	"errors"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"sort"
 	"strings"
 )
@@ -52,21 +53,30 @@ type ScanReport struct {
 	Opcodes          []string // distinct opcodes seen, sorted
 	Truncated        bool     // some uses were counted instead of listed (see Omitted); never hides a distinct not-allowed global
 	Omitted          int64    // global and opcode uses counted but not listed
-	seen             [256]bool
+	seen             pickle.OpSet
 
 	distinct      map[string]bool // module.name or opcode|target already listed past the cap
 	distinctBytes int64
 	openErr       error // the strict decoder's error, if it refused the file
 
-	frameWalked    map[frameWalkKey]bool // regions walked from a FRAME end (see walkFrameEnd)
-	frameWalkBytes int64
+	walks *pickle.Walks // shared by the pickles and walks of one scan
 }
 
-type frameWalkKey struct {
-	base, from, end int64
-	entry           string
-	opOff, crossAt  int64 // see frameWalk
+// walker returns the walk state of the scan, made on first use.
+func (r *ScanReport) walker() *pickle.Walks {
+	if r.walks == nil {
+		r.walks = pickle.NewWalks(0)
+	}
+	return r.walks
 }
+
+// sub returns a report for part of the file scanned separately (merged
+// into r only if it finds something): it shares r's walk state.
+func (r *ScanReport) sub() *ScanReport { return &ScanReport{walks: r.walker()} }
+
+// sink returns the auditor that records what the machine and the walker
+// find in entry.
+func (r *ScanReport) sink(entry string) *scanSink { return &scanSink{rep: r, entry: entry} }
 
 // maxFindings bounds the uses listed in file order in each list of a
 // ScanReport; past it only distinct names are added.
@@ -142,9 +152,9 @@ func (r *ScanReport) NotAllowed() []string {
 
 func (r *ScanReport) finish() {
 	r.Opcodes = r.Opcodes[:0]
-	for i, ok := range r.seen {
-		if ok {
-			r.Opcodes = append(r.Opcodes, opNames[i])
+	for i := range 256 {
+		if r.seen.Has(pickle.Op(i)) {
+			r.Opcodes = append(r.Opcodes, pickle.Op(i).String())
 		}
 	}
 	sort.Strings(r.Opcodes)
@@ -216,18 +226,52 @@ func (r *ScanReport) merge(sub *ScanReport) {
 	r.Pickles += sub.Pickles
 	r.Omitted += sub.Omitted
 	r.Truncated = r.Truncated || sub.Truncated
-	for i, s := range sub.seen {
-		r.seen[i] = r.seen[i] || s
-	}
+	r.seen.Union(sub.seen)
 }
 
-// scanSink collects findings for one pickle stream.
+// scanSink collects findings for one pickle stream: it is the
+// pickle.Auditor of the machine and the walker.
 type scanSink struct {
 	rep   *ScanReport
 	entry string
 }
 
-func (s *scanSink) sawOpcode(op byte) { s.rep.seen[op] = true }
+// walkedReason is added to the reason of a global only the walker found.
+const walkedReason = " (found by the opcode walker past the point where full decoding stopped)"
+
+// Import records a global the machine or the walker found without
+// asking the policy.
+func (s *scanSink) Import(g pickle.Import) {
+	switch {
+	case g.How == pickle.Unknown && g.Walked:
+		s.rep.addGlobal(GlobalUse{Module: "?", Name: "?", Offset: g.Offset, Entry: s.entry, Verdict: "not allowed",
+			Reason: "STACK_GLOBAL operands the walker could not track" + walkedReason})
+	case g.How == pickle.Unknown:
+		s.global("?", "?", g.Offset, verdictNotAllowed, g.Detail)
+	case g.How == pickle.Extension && g.Walked:
+		s.rep.addGlobal(GlobalUse{Module: g.Module, Name: g.Name, Offset: g.Offset, Entry: s.entry,
+			Verdict: "not allowed", Reason: "copyreg extension code (found by the opcode walker)"})
+	case g.How == pickle.Extension:
+		s.global(g.Module, g.Name, g.Offset, verdictNotAllowed, "copyreg extension code")
+	default:
+		_, v, why := classifyGlobal(g.Module, g.Name)
+		if v != verdictAllowed && g.Walked {
+			why += walkedReason
+		}
+		s.global(g.Module, g.Name, g.Offset, v, why)
+	}
+}
+
+// Call records an opcode that would run code.
+func (s *scanSink) Call(op pickle.Op, off int64, target string) { s.opcode(op, off, target) }
+
+// Problem records a problem at off.
+func (s *scanSink) Problem(off int64, msg string) { s.problem(s.entry, off, msg) }
+
+// FrameEnd is the sink for what is walked from a frame end.
+func (s *scanSink) FrameEnd() pickle.Auditor {
+	return &scanSink{rep: s.rep, entry: s.entry + " (from a frame end)"}
+}
 
 func (s *scanSink) global(module, name string, off int64, v globalVerdict, reason string) {
 	verdict := [...]string{"allowed", "unsupported", "not allowed"}[v]
@@ -235,8 +279,8 @@ func (s *scanSink) global(module, name string, off int64, v globalVerdict, reaso
 		Allowed: v == verdictAllowed, Verdict: verdict, Reason: reason})
 }
 
-func (s *scanSink) opcode(op byte, off int64, target string) {
-	s.rep.addOpcode(OpcodeUse{Opcode: opNames[op], Offset: off, Entry: s.entry, Target: target})
+func (s *scanSink) opcode(op pickle.Op, off int64, target string) {
+	s.rep.addOpcode(OpcodeUse{Opcode: op.String(), Offset: off, Entry: s.entry, Target: target})
 }
 
 func (s *scanSink) problem(entry string, off int64, msg string) {
@@ -294,3 +338,7 @@ func (r *ScanReport) refusal() error {
 	}
 	return &Error{Kind: ErrCorrupt, Offset: -1, Msg: "not a PyTorch checkpoint"}
 }
+
+// OpcodeName returns the pickletools name of opcode b, or "" if b is not a
+// defined pickle opcode (see pickle.Op).
+func OpcodeName(b byte) string { return pickle.Op(b).String() }

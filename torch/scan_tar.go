@@ -3,6 +3,7 @@ package torch
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"github.com/gosafetensors/safetensors/torch/tarlist"
 	"io"
 	"slices"
@@ -236,7 +237,7 @@ func scanTarMember(r io.ReaderAt, base, n int64, name, entry string, lim *Limits
 type tarSeq struct {
 	r        io.ReaderAt
 	base, n  int64
-	src      *source
+	src      *pickle.Stream
 	entry    string
 	lim      *Limits
 	rep      *ScanReport
@@ -245,7 +246,7 @@ type tarSeq struct {
 }
 
 func newTarSeq(r io.ReaderAt, base, n int64, entry string, lim *Limits, rep *ScanReport) *tarSeq {
-	return &tarSeq{r: r, base: base, n: n, src: newSource(r, base, n, entry), entry: entry, lim: lim, rep: rep,
+	return &tarSeq{r: r, base: base, n: n, src: pickle.NewStream(r, base, n), entry: entry, lim: lim, rep: rep,
 		storages: make(map[string]*storageRef)}
 }
 
@@ -255,8 +256,8 @@ func (t *tarSeq) pickle() (any, bool) {
 	if t.done {
 		return nil, false
 	}
-	if t.src.remaining() == 0 {
-		t.rep.addProblem(fmt.Sprintf("%s: truncated (a pickle is missing at offset %d)", t.entry, t.src.pos))
+	if t.src.Remaining() == 0 {
+		t.rep.addProblem(fmt.Sprintf("%s: truncated (a pickle is missing at offset %d)", t.entry, t.src.Pos()))
 		t.done = true
 		return nil, false
 	}
@@ -274,26 +275,26 @@ func (t *tarSeq) skip(k int64) bool {
 	if t.done {
 		return false
 	}
-	if k < 0 || k > t.src.remaining() {
-		t.rep.addProblem(fmt.Sprintf("%s offset %d: %d bytes of data expected, %d remain", t.entry, t.src.pos, k, t.src.remaining()))
+	if k < 0 || k > t.src.Remaining() {
+		t.rep.addProblem(fmt.Sprintf("%s offset %d: %d bytes of data expected, %d remain", t.entry, t.src.Pos(), k, t.src.Remaining()))
 		t.done = true
 		return false
 	}
-	t.src.pos += k
+	t.src.SetPos(t.src.Pos() + k)
 	return true
 }
 
 func (t *tarSeq) u64() (uint64, bool) {
-	if t.done || t.src.remaining() < 8 {
+	if t.done || t.src.Remaining() < 8 {
 		t.skip(8)
 		return 0, false
 	}
 	var b [8]byte
-	if readFull(t.r, b[:], t.base+t.src.pos) != nil {
+	if readFull(t.r, b[:], t.base+t.src.Pos()) != nil {
 		t.done = true
 		return 0, false
 	}
-	t.src.pos += 8
+	t.src.SetPos(t.src.Pos() + 8)
 	return binary.LittleEndian.Uint64(b[:]), true
 }
 
@@ -302,18 +303,18 @@ func (t *tarSeq) lost(why string) {
 	if t.done {
 		return
 	}
-	t.rep.addProblem(fmt.Sprintf("%s offset %d: %s; the rest of the member is walked for globals", t.entry, t.src.pos, why))
-	walkAt(t.r, t.base, t.src.pos, t.n, t.entry, t.rep, nil)
+	t.rep.addProblem(fmt.Sprintf("%s offset %d: %s; the rest of the member is walked for globals", t.entry, t.src.Pos(), why))
+	walkAt(t.r, t.base, t.src.Pos(), t.n, t.entry, t.rep, nil)
 	t.done = true
 }
 
 // finish reports and walks bytes after the last record.
 func (t *tarSeq) finish() {
-	if t.done || t.src.remaining() == 0 {
+	if t.done || t.src.Remaining() == 0 {
 		return
 	}
-	t.rep.addProblem(fmt.Sprintf("%s offset %d: %d unexplained bytes after the last record", t.entry, t.src.pos, t.src.remaining()))
-	walkAt(t.r, t.base, t.src.pos, t.n, t.entry, t.rep, nil)
+	t.rep.addProblem(fmt.Sprintf("%s offset %d: %d unexplained bytes after the last record", t.entry, t.src.Pos(), t.src.Remaining()))
+	walkAt(t.r, t.base, t.src.Pos(), t.n, t.entry, t.rep, nil)
 }
 
 func scanTarStorages(r io.ReaderAt, base, n int64, entry string, lim *Limits, rep *ScanReport) {
@@ -332,7 +333,7 @@ func scanTarStorages(r io.ReaderAt, base, n int64, entry string, lim *Limits, re
 		if !ok {
 			return
 		}
-		args, _ := v.(tuple)
+		args, _ := v.(pickle.Tuple)
 		var g *global
 		if len(args) == 3 {
 			g, _ = args[2].(*global)
@@ -372,7 +373,7 @@ func scanTarTensors(r io.ReaderAt, base, n int64, entry string, lim *Limits, rep
 		if !ok {
 			return
 		}
-		if args, _ := v.(tuple); len(args) != 3 {
+		if args, _ := v.(pickle.Tuple); len(args) != 3 {
 			t.lost("tensor arguments are not (key, storage id, tensor type)")
 			return
 		}
@@ -381,7 +382,7 @@ func scanTarTensors(r io.ReaderAt, base, n int64, entry string, lim *Limits, rep
 			return
 		}
 		ndim := int64(int32(uint32(nd)))
-		if ndim < 0 || ndim > t.src.remaining()/16 {
+		if ndim < 0 || ndim > t.src.Remaining()/16 {
 			t.lost(fmt.Sprintf("tensor rank %d does not fit in the member", ndim))
 			return
 		}

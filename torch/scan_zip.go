@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"io"
 )
 
@@ -37,12 +38,12 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 		rep.addProblem(fmt.Sprintf("%s: compressed data is corrupt after %d bytes: %v", e.Name, buf.Len(), err))
 	}
 	ra := bytes.NewReader(buf.Bytes())
-	src := newSource(ra, 0, int64(buf.Len()), e.Name)
+	src := pickle.NewStream(ra, 0, int64(buf.Len()))
 	ps := scanSource(src, e.Name, pidZip, lim, rep, 1<<20, nil, nil)
 	if !ps.failed && !more {
 		return
 	}
-	from, st := int64(buf.Len()), (*walkState)(nil)
+	from, st := int64(buf.Len()), (*pickle.State)(nil)
 	if ps.failed {
 		from, st = ps.failOff, ps.state
 	}
@@ -63,12 +64,12 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 	if _, err := io.CopyN(io.Discard, fr, from); err != nil {
 		return
 	}
-	w := walkRegion(fr, from, end, e.Name, rep, st)
-	lim.spendInflate(w.pos - from)
-	if w.pos >= limit {
-		// through the walker's reader: it has read ahead of w.pos
-		if _, err := w.r.ReadByte(); err == nil {
-			rep.addProblem(budgetProblem(e.Name, w.pos, lim))
+	w := rep.walker().WalkReader(fr, from, end, rep.sink(e.Name), st)
+	lim.spendInflate(w.Pos() - from)
+	if w.Pos() >= limit {
+		// through the walker's reader: it has read ahead of Pos
+		if w.More() {
+			rep.addProblem(budgetProblem(e.Name, w.Pos(), lim))
 		}
 	}
 }

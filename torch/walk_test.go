@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The walker continues where decoding stopped, with the decoder's state.
@@ -30,35 +29,5 @@ func TestWalkerContinuesWithDecoderState(t *testing.T) {
 		if got := strings.Join(rep.NotAllowed(), ","); !strings.Contains(got, "posix.system") || rep.Verdict() != VerdictDangerous {
 			t.Errorf("%s: %s %v %q", name, rep.Verdict(), got, rep.Problems)
 		}
-	}
-}
-
-// Noise is not taken for a module, and the walker does not report names
-// after a STACK_GLOBAL CPython would refuse (non-str operands).
-func TestWalkerNoise(t *testing.T) {
-	for name, p := range map[string]string{
-		"junk lines": "c\x01\x02\n\x03\n.",
-		"bytes ops":  "C\x05posixC\x06system\x93.",
-		"underflow":  "\x93cposix",
-	} {
-		rep := &ScanReport{}
-		walkRegion(strings.NewReader(p), 0, int64(len(p)), "t", rep, nil)
-		if len(rep.Globals) != 0 {
-			t.Errorf("%s: %v", name, rep.Globals)
-		}
-	}
-}
-
-// Work stays linear: a memo of 200k entries followed by 200k tiny pickles.
-func TestWalkerLinear(t *testing.T) {
-	p := strings.Repeat("Np", 1) + "0\n" + strings.Repeat("N\x94", 200000) + strings.Repeat("N.", 200000) + "cposix\nsystem\n."
-	start := time.Now()
-	rep := &ScanReport{}
-	walkRegion(strings.NewReader(p), 0, int64(len(p)), "t", rep, nil)
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("took %v", d)
-	}
-	if len(rep.NotAllowed()) != 1 {
-		t.Fatalf("%v", rep.NotAllowed())
 	}
 }

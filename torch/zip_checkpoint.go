@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"github.com/gosafetensors/safetensors/torch/pickle"
 	"io"
 	"strconv"
 	"strings"
@@ -138,20 +139,22 @@ func decodeZipPickle(z *zipArchive, e *zipEntry, lim *Limits) (any, map[string]*
 	if n > lim.MaxPickleBytes {
 		return nil, nil, newError(ErrLimit, e.Name, -1, "data.pkl is %d bytes, over the %d-byte limit", n, lim.MaxPickleBytes)
 	}
-	src := newSource(ra, off, n, e.Name)
-	src.hash = e.Method == 0
+	src := pickle.NewStream(ra, off, n)
+	if e.Method == 0 {
+		src.HashCRC32()
+	}
 	m := newVM(src, lim, e.Name, pidZip, nil, nil)
 	root, err := m.run()
 	if err != nil {
 		return nil, nil, err
 	}
-	if src.remaining() != 0 {
-		return nil, nil, newError(ErrCorrupt, e.Name, src.pos, "%d bytes after the pickle's STOP", src.remaining())
+	if src.Remaining() != 0 {
+		return nil, nil, newError(ErrCorrupt, e.Name, src.Pos(), "%d bytes after the pickle's STOP", src.Remaining())
 	}
-	if src.hash {
-		crc, err := src.finishCRC()
+	if e.Method == 0 {
+		crc, err := src.CRC32()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, withEntry(err, e.Name)
 		}
 		if crc != e.CRC32 {
 			return nil, nil, newError(ErrCorrupt, e.Name, -1, "CRC-32 mismatch (stored %08x, computed %08x)", e.CRC32, crc)

@@ -1,4 +1,4 @@
-package torch
+package pickle
 
 import (
 	"bytes"
@@ -63,14 +63,16 @@ func describeForCPython(v any) string {
 		return "str:" + hex.EncodeToString([]byte(x))
 	case []byte:
 		return "bytes:" + hex.EncodeToString(x)
-	case *global:
+	case *testGlobal:
 		return "global:" + x.module + "." + x.name
-	case tuple:
+	case Tuple:
 		return describeSeq(x)
-	case *list:
-		return describeSeq(x.items)
+	case *List:
+		return describeSeq(x.Items)
+	case *Dict:
+		return describeDict(x)
 	}
-	return "other:" + typeName(v)
+	return "other:" + TypeName(v)
 }
 
 func describeSeq(items []any) string {
@@ -127,14 +129,10 @@ func textOpcodeCases() []string {
 	return cases
 }
 
-// TestTextOpcodesMatchCPython decodes every case with the strict machine
-// and with python3's C unpickler and requires the same value or both
-// refusing. Skipped when python3 is not installed.
+// TestTextOpcodesMatchCPython decodes every case with the machine and with
+// python3's C unpickler and requires the same value or both refusing.
 func TestTextOpcodesMatchCPython(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
+	py := python(t)
 	cases := textOpcodeCases()
 	hexes := make([]string, len(cases))
 	for i, c := range cases {
@@ -151,13 +149,9 @@ func TestTextOpcodesMatchCPython(t *testing.T) {
 	if err := json.Unmarshal(out, &want); err != nil || len(want) != len(cases) {
 		t.Fatalf("python3 output: %v (%d results for %d cases)", err, len(want), len(cases))
 	}
-	lim := DefaultLimits()
 	bad := 0
 	for i, c := range cases {
-		src := newSource(bytes.NewReader([]byte(c)), 0, int64(len(c)), "t")
-		m := newVM(src, &lim, "t", pidNone, nil, nil)
-		m.scan = &scanSink{rep: &ScanReport{}, entry: "t"} // record globals instead of refusing them
-		v, err := m.run()
+		v, err := decode([]byte(c))
 		got := "error"
 		if err == nil {
 			got = describeForCPython(v)
@@ -182,4 +176,14 @@ func TestTextOpcodesMatchCPython(t *testing.T) {
 		t.Fatalf("degenerate corpus: %d of %d refused", errs, len(want))
 	}
 	t.Logf("%d text-opcode cases agree with CPython (%d refused by both)", len(cases), errs)
+}
+
+// python returns python3's path, or skips the test saying so.
+func python(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed: the differential test against CPython's pickle does not run")
+	}
+	return py
 }

@@ -1,94 +1,106 @@
-package torch
+package pickle
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/big"
 	"unicode/utf8"
 )
 
-// pidMode says which persistent ids a pickle may contain.
-type pidMode int
-
-const (
-	pidNone   pidMode = iota // plain pickle: BINPERSID is an error
-	pidZip                   // ('storage', type, key, location, numel)
-	pidLegacy                // ('storage', type, key, location, numel, view_metadata)
-)
-
-// vm is the inert pickle machine. One vm decodes one pickle stream; several
-// vms may share the storages table (the five pickles of a legacy file).
-type vm struct {
-	src   *source
-	lim   *Limits
-	entry string
-	pids  pidMode
-	scan  *scanSink // nil: strict mode (stop at the first refusal)
+// Machine is the inert pickle machine. One Machine decodes one pickle;
+// consecutive pickles of one Stream take one Machine each.
+type Machine struct {
+	s      *Stream
+	lim    Limits
+	policy Policy
+	audit  Auditor // nil: strict (stop at the first refusal)
+	walks  *Walks
 
 	stack   []any
 	marks   []int
-	memo    memo
+	memo    memo[any]
 	objects int64
 	proto   int
-	encoded int64 // bytes produced by _codecs.encode calls
+	seen    OpSet
 
 	// frameEnd is the furthest end of a FRAME seen (relative offset, 0:
-	// none); frameOver is set when it lies past the STOP (see run)
+	// none); frameOver is set when it lies past the STOP (see Run)
 	frameEnd, frameOver int64
 
-	storages map[string]*storageRef
-	ids      *int
-
-	// where the current opcode started, for failState
+	// where the current opcode started, for FailState
 	failOff              int64
 	failStack, failMarks int
 }
 
-func newVM(src *source, lim *Limits, entry string, pids pidMode, storages map[string]*storageRef, ids *int) *vm {
-	if storages == nil {
-		storages = make(map[string]*storageRef)
-	}
-	if ids == nil {
-		ids = new(int)
-	}
-	return &vm{src: src, lim: lim, entry: entry, pids: pids, storages: storages, ids: ids}
+// Config is what a Machine is given.
+type Config struct {
+	Limits Limits
+	Policy Policy
+	// Audit, when set, puts the machine in audit mode: it never stops at
+	// what strict mode refuses (an unknown construct, a policy's refusal
+	// recorded by the policy itself), pushing an *Opaque stand-in instead
+	// and telling Audit; and it walks the bytes CPython may read from a
+	// FRAME's end (see Walks). Only malformed bytes and limits stop it.
+	Audit Auditor
+	// Walks is shared by the machines and walkers of one audit (audit mode
+	// only; nil: one of its own).
+	Walks *Walks
 }
 
-func (m *vm) errf(kind error, off int64, format string, args ...any) *Error {
-	return newError(kind, m.entry, off, format, args...)
+// NewMachine returns a machine that decodes the next pickle of s.
+func NewMachine(s *Stream, c Config) *Machine {
+	m := &Machine{}
+	m.Reset(s, c)
+	return m
+}
+
+// Reset makes m a machine that decodes the next pickle of s, as
+// NewMachine does, reusing m's memory (a stream of many small pickles,
+// or a Machine held by value in a larger struct).
+func (m *Machine) Reset(s *Stream, c Config) {
+	clear(m.stack[:cap(m.stack)])
+	stack, marks := m.stack[:0], m.marks[:0]
+	m.memo.reset()
+	*m = Machine{s: s, lim: c.Limits, policy: c.Policy, audit: c.Audit, walks: c.Walks, stack: stack, marks: marks, memo: m.memo}
+	if m.audit != nil && m.walks == nil {
+		m.walks = NewWalks(0)
+	}
+}
+
+func (m *Machine) errf(kind error, off int64, format string, args ...any) *Error {
+	return errorf(kind, off, format, args...)
 }
 
 // base is the stack index of the innermost MARK: like Python's metastack,
 // nothing below it is reachable until the mark is popped.
-func (m *vm) base() int {
+func (m *Machine) base() int {
 	if len(m.marks) == 0 {
 		return 0
 	}
 	return m.marks[len(m.marks)-1]
 }
 
-func (m *vm) push(v any) error {
+func (m *Machine) push(v any) error {
 	if len(m.stack) >= m.lim.MaxStack {
-		return m.errf(ErrLimit, m.src.pos, "stack deeper than %d", m.lim.MaxStack)
+		return m.errf(ErrLimit, m.s.pos, "stack deeper than %d", m.lim.MaxStack)
 	}
 	m.stack = append(m.stack, v)
 	return nil
 }
 
-func (m *vm) pop(off int64) (any, error) {
+func (m *Machine) pop(off int64) (any, error) {
 	if len(m.stack) <= m.base() {
 		return nil, m.errf(ErrCorrupt, off, "stack underflow")
 	}
 	v := m.stack[len(m.stack)-1]
-	if m.scan == nil { // scan mode keeps popped values for the walker (see failState)
+	if m.audit == nil { // scan mode keeps popped values for the walker (see failState)
 		m.stack[len(m.stack)-1] = nil
 	}
 	m.stack = m.stack[:len(m.stack)-1]
 	return v, nil
 }
 
-func (m *vm) top(off int64) (any, error) {
+func (m *Machine) top(off int64) (any, error) {
 	if len(m.stack) <= m.base() {
 		return nil, m.errf(ErrCorrupt, off, "stack underflow")
 	}
@@ -96,7 +108,7 @@ func (m *vm) top(off int64) (any, error) {
 }
 
 // popMark removes and returns the items above the innermost MARK.
-func (m *vm) popMark(off int64) ([]any, error) {
+func (m *Machine) popMark(off int64) ([]any, error) {
 	if len(m.marks) == 0 {
 		return nil, m.errf(ErrCorrupt, off, "no MARK on the stack")
 	}
@@ -104,29 +116,34 @@ func (m *vm) popMark(off int64) ([]any, error) {
 	m.marks = m.marks[:len(m.marks)-1]
 	items := make([]any, len(m.stack)-k)
 	copy(items, m.stack[k:])
-	if m.scan == nil {
+	if m.audit == nil {
 		clear(m.stack[k:])
 	}
 	m.stack = m.stack[:k]
 	return items, nil
 }
 
+// Charge adds n units of work to the machine's MaxObjects budget: a
+// Policy whose Reduce copies a container charges its length, so that a
+// memo-shared container rebuilt again and again stays bounded.
+func (m *Machine) Charge(n int) error { return m.count(n) }
+
 // count charges n units of work against MaxObjects.
-func (m *vm) count(n int) error {
+func (m *Machine) count(n int) error {
 	m.objects += int64(n)
 	if m.objects > m.lim.MaxObjects {
-		return m.errf(ErrLimit, m.src.pos, "more than %d pickle objects", m.lim.MaxObjects)
+		return m.errf(ErrLimit, m.s.pos, "more than %d pickle objects", m.lim.MaxObjects)
 	}
 	return nil
 }
 
-func (m *vm) u8() (int64, error) {
-	b, err := m.src.readByte()
+func (m *Machine) u8() (int64, error) {
+	b, err := m.s.readByte()
 	return int64(b), err
 }
 
-func (m *vm) le(n int) (uint64, error) {
-	b, err := m.src.next(n)
+func (m *Machine) le(n int) (uint64, error) {
+	b, err := m.s.next(n)
 	if err != nil {
 		return 0, err
 	}
@@ -139,17 +156,17 @@ func (m *vm) le(n int) (uint64, error) {
 
 // bytesOf reads a length-prefixed payload; n comes from the file and is
 // checked against the bytes that remain and the string cap before allocating.
-func (m *vm) bytesOf(n uint64, off int64) ([]byte, error) {
-	if n > uint64(m.src.remaining()) {
-		return nil, m.errf(ErrCorrupt, off, "length %d exceeds the %d bytes that remain", n, m.src.remaining())
+func (m *Machine) bytesOf(n uint64, off int64) ([]byte, error) {
+	if n > uint64(m.s.remaining()) {
+		return nil, m.errf(ErrCorrupt, off, "length %d exceeds the %d bytes that remain", n, m.s.remaining())
 	}
 	if n > uint64(m.lim.MaxStringBytes) {
 		return nil, m.errf(ErrLimit, off, "string of %d bytes exceeds the %d-byte limit", n, m.lim.MaxStringBytes)
 	}
-	return m.src.readN(int64(n))
+	return m.s.readN(int64(n))
 }
 
-func (m *vm) utf8Of(n uint64, off int64) (string, error) {
+func (m *Machine) utf8Of(n uint64, off int64) (string, error) {
 	b, err := m.bytesOf(n, off)
 	if err != nil {
 		return "", err
@@ -160,35 +177,47 @@ func (m *vm) utf8Of(n uint64, off int64) (string, error) {
 	return string(b), nil
 }
 
-func (m *vm) line(off int64) ([]byte, error) {
+func (m *Machine) line(off int64) ([]byte, error) {
 	// CPython reads lines of any length; MaxStringBytes bounds the memory
-	return m.src.readLine(m.lim.MaxStringBytes)
+	return m.s.readLine(m.lim.MaxStringBytes)
 }
 
-// run decodes one pickle, up to and including its STOP, and returns the value.
-func (m *vm) run() (any, error) {
-	start := m.src.pos
+// Run decodes one pickle, up to and including its STOP, and returns its
+// value. In audit mode, where the pickle's FRAME runs past its STOP, what
+// CPython may read from the frame end is walked before Run returns.
+func (m *Machine) Run() (any, error) {
+	v, err := m.run()
+	if m.frameOver > 0 {
+		m.walks.frameEnd(m.s.r, m.s.base, frameWalk{from: m.frameOver, opOff: m.frameOver, crossAt: m.frameOver}, m.s.limit, m.audit)
+	}
+	return v, err
+}
+
+// Opcodes returns the opcodes Run stepped.
+func (m *Machine) Opcodes() OpSet { return m.seen }
+
+func (m *Machine) run() (any, error) {
+	start := m.s.pos
 	// each pickle.load starts with an empty buffer; bytes after the STOP are
 	// not read by the unpickler
-	m.src.frame, m.src.crossed = 0, 0
-	defer func() { m.src.frame, m.src.crossed = 0, 0 }()
+	m.s.frame, m.s.crossed = 0, 0
+	defer func() { m.s.frame, m.s.crossed = 0, 0 }()
 	for {
-		off := m.src.pos
+		off := m.s.pos
 		m.failOff, m.failStack, m.failMarks = off, len(m.stack), len(m.marks)
 		if off-start > m.lim.MaxPickleBytes {
 			return nil, m.errf(ErrLimit, off, "pickle longer than %d bytes", m.lim.MaxPickleBytes)
 		}
-		op, err := m.src.readByte()
+		b, err := m.s.readByte()
 		if err != nil {
 			return nil, err
 		}
+		op := Op(b)
 		if err := m.count(1); err != nil {
 			return nil, err
 		}
-		if m.scan != nil {
-			m.scan.sawOpcode(op)
-		}
-		if op == opStop {
+		m.seen.Add(op)
+		if op == OpStop {
 			v, err := m.pop(off)
 			if err != nil {
 				return nil, err
@@ -217,29 +246,19 @@ func (m *vm) run() (any, error) {
 // on. Strict mode refuses; scan mode records a problem and also walks the
 // bytes CPython reads: op and its arguments read before the one that
 // crossed, then the frame end on, from the state before op.
-func (m *vm) checkCross(op byte, off int64) error {
-	fe, at := m.src.takeCross()
+func (m *Machine) checkCross(op Op, off int64) error {
+	fe, at := m.s.takeCross()
 	if fe == 0 {
 		return nil
 	}
 	msg := fmt.Sprintf("an argument crosses a frame end (offset %d): CPython reads it from the frame end", fe)
-	if m.scan == nil {
+	if m.audit == nil {
 		return m.errf(ErrCorrupt, off, "%s", msg)
 	}
-	m.scan.problem(m.entry, off, msg)
+	m.audit.Problem(off, msg)
 	st := m.crossState()
-	walkFrameEnd(m.src.r, m.src.base, frameWalk{from: fe, opOff: off, crossAt: at, st: st}, m.src.limit, m.entry, m.scan.rep)
+	m.walks.frameEnd(m.s.r, m.s.base, frameWalk{from: fe, opOff: off, crossAt: at, st: st}, m.s.limit, m.audit)
 	return nil
-}
-
-// mayBeStr reports whether v may be a str when CPython unpickles: a str,
-// or the stand-in for a value the inert machine did not compute.
-func mayBeStr(v any) bool {
-	switch v.(type) {
-	case nil, bool, int64, *big.Int, float64, []byte, tuple, *list, *dict, *global, *storageRef, *tensorRec:
-		return false
-	}
-	return true
 }
 
 // checkFrameEnd handles a FRAME that runs past the STOP at off. Python's
@@ -249,15 +268,15 @@ func mayBeStr(v any) bool {
 // the next pickle torch reads may start at either. Pickle writers end the
 // last frame with the STOP. Strict mode refuses; scan mode records a
 // problem and leaves frameOver for the caller to scan from the frame end.
-func (m *vm) checkFrameEnd(off int64) error {
-	if m.frameEnd <= m.src.pos {
+func (m *Machine) checkFrameEnd(off int64) error {
+	if m.frameEnd <= m.s.pos {
 		return nil
 	}
-	msg := fmt.Sprintf("FRAME runs %d bytes past the STOP (to offset %d): the next pickle may start after the STOP or at the frame end; both are scanned", m.frameEnd-m.src.pos, m.frameEnd)
-	if m.scan == nil {
+	msg := fmt.Sprintf("FRAME runs %d bytes past the STOP (to offset %d): the next pickle may start after the STOP or at the frame end; both are scanned", m.frameEnd-m.s.pos, m.frameEnd)
+	if m.audit == nil {
 		return m.errf(ErrCorrupt, off, "%s", msg)
 	}
-	m.scan.problem(m.entry, off, msg)
+	m.audit.Problem(off, msg)
 	m.frameOver = m.frameEnd
 	return nil
 }
@@ -265,8 +284,8 @@ func (m *vm) checkFrameEnd(off int64) error {
 // crossState returns a bounded copy of the state before the current opcode
 // (see failState) for a walk from a frame end an argument crossed: the top
 // of the stack, and the memo only when it is small.
-func (m *vm) crossState() *walkState {
-	st := &walkState{memo: make(map[uint64]shadow)}
+func (m *Machine) crossState() *State {
+	st := &State{}
 	stack := m.stack[:min(m.failStack, cap(m.stack))]
 	cut := max(len(stack)-maxCrossStack, 0)
 	st.bottomLost = cut > 0
@@ -288,10 +307,10 @@ func (m *vm) crossState() *walkState {
 		return st
 	}
 	for i, v := range m.memo.dense {
-		st.memo[uint64(i)] = shadowOf(v)
+		st.memo.put(uint64(i), shadowOf(v))
 	}
 	for k, v := range m.memo.sparse {
-		st.memo[k] = shadowOf(v)
+		st.memo.put(k, shadowOf(v))
 	}
 	return st
 }
@@ -299,12 +318,12 @@ func (m *vm) crossState() *walkState {
 // maxCrossMemo bounds the memo copied for a walk from a frame end.
 const maxCrossMemo = 4096
 
-// failState returns, after run failed in scan mode, the offset of the
+// FailState returns, after Run failed in audit mode, the offset of the
 // opcode it failed on and the stack, marks and memo as they were before
-// that opcode (popped values are not cleared in scan mode, and the memo
-// only changes on success), for the walker to continue from.
-func (m *vm) failState() (int64, *walkState) {
-	st := &walkState{memo: make(map[uint64]shadow)}
+// that opcode (popped values are not cleared in audit mode, and the memo
+// only changes on success), for a walker to go on from (see Walks.Walk).
+func (m *Machine) FailState() (int64, *State) {
+	st := &State{}
 	if m.failStack <= cap(m.stack) {
 		for _, v := range m.stack[:m.failStack] {
 			st.stack = append(st.stack, shadowOf(v))
@@ -314,26 +333,26 @@ func (m *vm) failState() (int64, *walkState) {
 		st.marks = append(st.marks, m.marks[:m.failMarks]...)
 	}
 	for i, v := range m.memo.dense {
-		if len(st.memo) >= maxWalkMemo {
+		if st.memo.count >= maxWalkMemo {
 			st.memoLost = true
 			break
 		}
-		st.memo[uint64(i)] = shadowOf(v)
+		st.memo.put(uint64(i), shadowOf(v))
 	}
 	for k, v := range m.memo.sparse {
-		if len(st.memo) >= maxWalkMemo {
+		if st.memo.count >= maxWalkMemo {
 			st.memoLost = true
 			break
 		}
-		st.memo[k] = shadowOf(v)
+		st.memo.put(k, shadowOf(v))
 	}
 	return m.failOff, st
 }
 
 // step executes one opcode (other than STOP).
-func (m *vm) step(op byte, off int64) error {
+func (m *Machine) step(op Op, off int64) error {
 	switch op {
-	case opProto:
+	case OpProto:
 		p, err := m.u8()
 		if err != nil {
 			return err
@@ -343,47 +362,47 @@ func (m *vm) step(op byte, off int64) error {
 		}
 		m.proto = int(p)
 		return nil
-	case opFrame:
+	case OpFrame:
 		n, err := m.le(8)
 		if err != nil {
 			return err
 		}
-		if n > uint64(m.src.remaining()) {
-			return m.errf(ErrCorrupt, off, "FRAME of %d bytes exceeds the %d bytes that remain", n, m.src.remaining())
+		if n > uint64(m.s.remaining()) {
+			return m.errf(ErrCorrupt, off, "FRAME of %d bytes exceeds the %d bytes that remain", n, m.s.remaining())
 		}
-		m.frameEnd = max(m.frameEnd, m.src.pos+int64(n))
-		m.src.startFrame(int64(n))
+		m.frameEnd = max(m.frameEnd, m.s.pos+int64(n))
+		m.s.startFrame(int64(n))
 		return nil
-	case opMark:
+	case OpMark:
 		if len(m.marks) >= m.lim.MaxMarks {
 			return m.errf(ErrLimit, off, "more than %d nested MARKs", m.lim.MaxMarks)
 		}
 		m.marks = append(m.marks, len(m.stack))
 		return nil
-	case opPop:
+	case OpPop:
 		if len(m.stack) > m.base() {
 			_, err := m.pop(off)
 			return err
 		}
 		_, err := m.popMark(off)
 		return err
-	case opPopMark:
+	case OpPopMark:
 		_, err := m.popMark(off)
 		return err
-	case opDup:
+	case OpDup:
 		v, err := m.top(off)
 		if err != nil {
 			return err
 		}
 		return m.push(v)
 
-	case opNone:
+	case OpNone:
 		return m.push(nil)
-	case opNewTrue:
+	case OpNewTrue:
 		return m.push(true)
-	case opNewFalse:
+	case OpNewFalse:
 		return m.push(false)
-	case opInt:
+	case OpInt:
 		l, err := m.line(off)
 		if err != nil {
 			return err
@@ -393,7 +412,7 @@ func (m *vm) step(op byte, off int64) error {
 			return m.errf(ErrCorrupt, off, "bad INT literal %q (not what CPython's unpickler accepts, or over %d digits)", truncate(l), 3*m.lim.MaxLongBytes)
 		}
 		return m.push(v)
-	case opLong:
+	case OpLong:
 		l, err := m.line(off)
 		if err != nil {
 			return err
@@ -403,26 +422,26 @@ func (m *vm) step(op byte, off int64) error {
 			return m.errf(ErrCorrupt, off, "bad LONG literal %q (not what CPython's unpickler accepts, or over %d digits)", truncate(l), 3*m.lim.MaxLongBytes)
 		}
 		return m.push(v)
-	case opBinInt:
+	case OpBinInt:
 		u, err := m.le(4)
 		if err != nil {
 			return err
 		}
 		return m.push(int64(int32(uint32(u))))
-	case opBinInt1:
+	case OpBinInt1:
 		u, err := m.le(1)
 		if err != nil {
 			return err
 		}
 		return m.push(int64(u))
-	case opBinInt2:
+	case OpBinInt2:
 		u, err := m.le(2)
 		if err != nil {
 			return err
 		}
 		return m.push(int64(u))
-	case opLong1, opLong4:
-		n, err := m.signedLen(op == opLong1, "LONG4", off)
+	case OpLong1, OpLong4:
+		n, err := m.signedLen(op == OpLong1, "LONG4", off)
 		if err != nil {
 			return err
 		}
@@ -434,7 +453,7 @@ func (m *vm) step(op byte, off int64) error {
 			return err
 		}
 		return m.push(decodeLong(b))
-	case opFloat:
+	case OpFloat:
 		l, err := m.line(off)
 		if err != nil {
 			return err
@@ -444,14 +463,14 @@ func (m *vm) step(op byte, off int64) error {
 			return m.errf(ErrCorrupt, off, "bad FLOAT literal %q", truncate(l))
 		}
 		return m.push(f)
-	case opBinFloat:
-		b, err := m.src.next(8)
+	case OpBinFloat:
+		b, err := m.s.next(8)
 		if err != nil {
 			return err
 		}
 		return m.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
 
-	case opShortBinUnicode, opBinUnicode, opBinUnicode8:
+	case OpShortBinUnicode, OpBinUnicode, OpBinUnicode8:
 		n, err := m.le(lenWidth(op))
 		if err != nil {
 			return err
@@ -466,7 +485,7 @@ func (m *vm) step(op byte, off int64) error {
 			return m.errf(ErrCorrupt, off, "string is not valid UTF-8")
 		}
 		return m.push(string(b))
-	case opShortBinBytes, opBinBytes, opBinBytes8:
+	case OpShortBinBytes, OpBinBytes, OpBinBytes8:
 		n, err := m.le(lenWidth(op))
 		if err != nil {
 			return err
@@ -476,8 +495,8 @@ func (m *vm) step(op byte, off int64) error {
 			return err
 		}
 		return m.push(b)
-	case opShortBinString, opBinString:
-		n, err := m.signedLen(op == opShortBinString, "BINSTRING", off)
+	case OpShortBinString, OpBinString:
+		n, err := m.signedLen(op == OpShortBinString, "BINSTRING", off)
 		if err != nil {
 			return err
 		}
@@ -486,7 +505,7 @@ func (m *vm) step(op byte, off int64) error {
 			return err
 		}
 		return m.push(s)
-	case opString:
+	case OpString:
 		l, err := m.line(off)
 		if err != nil {
 			return err
@@ -496,7 +515,7 @@ func (m *vm) step(op byte, off int64) error {
 			return m.errf(ErrCorrupt, off, "bad STRING literal %q", truncate(l))
 		}
 		return m.push(string(b))
-	case opUnicode:
+	case OpUnicode:
 		l, err := m.line(off)
 		if err != nil {
 			return err
@@ -506,12 +525,12 @@ func (m *vm) step(op byte, off int64) error {
 			return m.errf(ErrCorrupt, off, "bad UNICODE literal %q", truncate(l))
 		}
 		return m.push(s)
-	case opByteArray8, opNextBuffer, opReadOnlyBuffer:
+	case OpByteArray8, OpNextBuffer, OpReadOnlyBuffer:
 		return m.buffers(op, off)
 
-	case opEmptyTuple:
-		return m.push(tuple{})
-	case opTuple:
+	case OpEmptyTuple:
+		return m.push(Tuple{})
+	case OpTuple:
 		items, err := m.popMark(off)
 		if err != nil {
 			return err
@@ -519,22 +538,22 @@ func (m *vm) step(op byte, off int64) error {
 		if err := m.count(len(items)); err != nil {
 			return err
 		}
-		return m.push(tuple(items))
-	case opTuple1, opTuple2, opTuple3:
-		n := int(op-opTuple1) + 1
+		return m.push(Tuple(items))
+	case OpTuple1, OpTuple2, OpTuple3:
+		n := int(op-OpTuple1) + 1
 		if len(m.stack)-m.base() < n {
 			return m.errf(ErrCorrupt, off, "stack underflow")
 		}
-		t := make(tuple, n)
+		t := make(Tuple, n)
 		copy(t, m.stack[len(m.stack)-n:])
-		if m.scan == nil {
+		if m.audit == nil {
 			clear(m.stack[len(m.stack)-n:])
 		}
 		m.stack = m.stack[:len(m.stack)-n]
 		return m.push(t)
-	case opEmptyList:
-		return m.push(&list{})
-	case opList:
+	case OpEmptyList:
+		return m.push(&List{})
+	case OpList:
 		items, err := m.popMark(off)
 		if err != nil {
 			return err
@@ -542,32 +561,32 @@ func (m *vm) step(op byte, off int64) error {
 		if err := m.count(len(items)); err != nil {
 			return err
 		}
-		return m.push(&list{items: items})
-	case opEmptyDict:
-		return m.push(&dict{})
-	case opDict:
+		return m.push(&List{Items: items})
+	case OpEmptyDict:
+		return m.push(&Dict{})
+	case OpDict:
 		items, err := m.popMark(off)
 		if err != nil {
 			return err
 		}
-		d := &dict{}
+		d := &Dict{}
 		if err := m.setItems(d, items, off); err != nil {
 			return err
 		}
 		return m.push(d)
-	case opAppend:
+	case OpAppend:
 		v, err := m.pop(off)
 		if err != nil {
 			return err
 		}
 		return m.appendTo([]any{v}, op, off)
-	case opAppends:
+	case OpAppends:
 		items, err := m.popMark(off)
 		if err != nil {
 			return err
 		}
 		return m.appendTo(items, op, off)
-	case opSetItem:
+	case OpSetItem:
 		v, err := m.pop(off)
 		if err != nil {
 			return err
@@ -577,16 +596,16 @@ func (m *vm) step(op byte, off int64) error {
 			return err
 		}
 		return m.setItemsOn([]any{k, v}, op, off)
-	case opSetItems:
+	case OpSetItems:
 		items, err := m.popMark(off)
 		if err != nil {
 			return err
 		}
 		return m.setItemsOn(items, op, off)
-	case opEmptySet, opFrozenSet, opAddItems:
+	case OpEmptySet, OpFrozenSet, OpAddItems:
 		return m.sets(op, off)
 
-	case opGet, opBinGet, opLongBinGet:
+	case OpGet, OpBinGet, OpLongBinGet:
 		idx, err := m.memoIndex(op, off)
 		if err != nil {
 			return err
@@ -596,9 +615,9 @@ func (m *vm) step(op byte, off int64) error {
 			return m.errf(ErrCorrupt, off, "memo index %d is undefined", idx)
 		}
 		return m.push(v)
-	case opPut, opBinPut, opLongBinPut, opMemoize:
+	case OpPut, OpBinPut, OpLongBinPut, OpMemoize:
 		var idx uint64
-		if op == opMemoize {
+		if op == OpMemoize {
 			idx = uint64(m.memo.count)
 		} else {
 			var err error
@@ -610,15 +629,13 @@ func (m *vm) step(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		if !m.memo.put(idx, v) {
-			return m.errf(ErrLimit, off, "more than %d memo entries", m.lim.MaxMemo)
-		}
+		m.memo.put(idx, v)
 		if m.memo.count > m.lim.MaxMemo {
 			return m.errf(ErrLimit, off, "more than %d memo entries", m.lim.MaxMemo)
 		}
 		return nil
 
-	case opGlobal:
+	case OpGlobal:
 		mod, err := m.line(off)
 		if err != nil {
 			return err
@@ -634,7 +651,7 @@ func (m *vm) step(op byte, off int64) error {
 			return m.errf(ErrCorrupt, off, "GLOBAL name is not valid UTF-8")
 		}
 		return m.global(string(mod), string(name), off)
-	case opStackGlobal:
+	case OpStackGlobal:
 		nv, err := m.pop(off)
 		if err != nil {
 			return err
@@ -646,52 +663,53 @@ func (m *vm) step(op byte, off int64) error {
 		mod, ok1 := mv.(string)
 		name, ok2 := nv.(string)
 		if !ok1 || !ok2 {
-			if m.scan != nil && mayBeStr(mv) && mayBeStr(nv) {
+			if m.audit != nil && mayBeStr(mv) && mayBeStr(nv) {
 				// the operands are results the inert machine did not compute
 				// (a refused call such as _codecs.encode(..., 'rot13')): at
 				// run time they may be any names
-				m.scan.global("?", "?", off, verdictNotAllowed, fmt.Sprintf("STACK_GLOBAL operands are %s and %s, computed at load time: they may name any callable", describe(mv), describe(nv)))
-				return m.push(&global{module: "?", name: "?", off: off})
+				m.audit.Import(Import{Module: "?", Name: "?", Offset: off, How: Unknown,
+					Detail: fmt.Sprintf("STACK_GLOBAL operands are %s and %s, computed at load time: they may name any callable", Describe(mv), Describe(nv))})
+				return m.push(&Opaque{What: "?.?", Offset: off})
 			}
-			return m.errf(ErrCorrupt, off, "STACK_GLOBAL operands are %s and %s, not strings", typeName(mv), typeName(nv))
+			return m.errf(ErrCorrupt, off, "STACK_GLOBAL operands are %s and %s, not strings", TypeName(mv), TypeName(nv))
 		}
 		return m.global(mod, name, off)
-	case opInst, opObj, opNewObj, opNewObjEx:
+	case OpInst, OpObj, OpNewObj, OpNewObjEx:
 		return m.construct(op, off)
-	case opExt1, opExt2, opExt4:
+	case OpExt1, OpExt2, OpExt4:
 		n, err := m.le(lenWidth(op))
 		if err != nil {
 			return err
 		}
 		name := fmt.Sprintf("<copyreg-extension>.%d", n)
-		if m.scan == nil {
-			return &Error{Kind: ErrNotAllowed, Entry: m.entry, Offset: off, Global: name,
-				Msg: fmt.Sprintf("refusing %s %s (copyreg extension codes resolve to arbitrary callables)", opNames[op], name)}
+		if m.audit == nil {
+			return &Error{Kind: ErrNotAllowed, Offset: off, Global: name,
+				Msg: fmt.Sprintf("refusing %s %s (copyreg extension codes resolve to arbitrary callables)", op.String(), name)}
 		}
-		m.scan.global("<copyreg-extension>", fmt.Sprint(n), off, verdictNotAllowed, "copyreg extension code")
-		m.scan.opcode(op, off, name)
-		return m.push(&opaque{what: name, off: off})
-	case opPersID:
+		m.audit.Import(Import{Module: "<copyreg-extension>", Name: fmt.Sprint(n), Offset: off, How: Extension})
+		m.audit.Call(op, off, name)
+		return m.push(&Opaque{What: name, Offset: off})
+	case OpPersID:
 		l, err := m.line(off)
 		if err != nil {
 			return err
 		}
-		if m.scan == nil {
+		if m.audit == nil {
 			return m.errf(ErrUnsupported, off, "text persistent id (PERSID %q) is not supported; torch writes BINPERSID", truncate(l))
 		}
-		m.scan.problem(m.entry, off, fmt.Sprintf("text persistent id PERSID %q", truncate(l)))
-		return m.push(&opaque{what: "persistent id", off: off})
-	case opBinPersID:
+		m.audit.Problem(off, fmt.Sprintf("text persistent id PERSID %q", truncate(l)))
+		return m.push(&Opaque{What: "persistent id", Offset: off})
+	case OpBinPersID:
 		pid, err := m.pop(off)
 		if err != nil {
 			return err
 		}
-		v, err := m.persistentLoad(pid, off)
+		v, err := m.policy.PersistentLoad(pid, off)
 		if err != nil {
 			return err
 		}
 		return m.push(v)
-	case opReduce:
+	case OpReduce:
 		args, err := m.pop(off)
 		if err != nil {
 			return err
@@ -700,12 +718,12 @@ func (m *vm) step(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		v, err := m.reduce(callee, args, off)
+		v, err := m.policy.Reduce(callee, args, off)
 		if err != nil {
 			return err
 		}
 		return m.push(v)
-	case opBuild:
+	case OpBuild:
 		state, err := m.pop(off)
 		if err != nil {
 			return err
@@ -714,16 +732,16 @@ func (m *vm) step(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		return m.build(inst, state, off)
+		return m.policy.Build(inst, state, off)
 	}
-	return m.errf(ErrCorrupt, off, "unknown opcode 0x%02x", op)
+	return m.errf(ErrCorrupt, off, "unknown opcode 0x%02x", byte(op))
 }
 
-func (m *vm) memoIndex(op byte, off int64) (uint64, error) {
+func (m *Machine) memoIndex(op Op, off int64) (uint64, error) {
 	switch op {
-	case opBinGet, opBinPut:
+	case OpBinGet, OpBinPut:
 		return m.le(1)
-	case opLongBinGet, opLongBinPut:
+	case OpLongBinGet, OpLongBinPut:
 		return m.le(4)
 	}
 	l, err := m.line(off)
@@ -738,31 +756,21 @@ func (m *vm) memoIndex(op byte, off int64) (uint64, error) {
 	return uint64(i), nil
 }
 
-// global handles GLOBAL, STACK_GLOBAL: the name is checked immediately.
-func (m *vm) global(module, name string, off int64) error {
-	a, verdict, reason := classifyGlobal(module, name)
-	if m.scan != nil {
-		m.scan.global(module, name, off, verdict, reason)
-		return m.push(&global{module: module, name: name, off: off, allow: a})
+// global handles GLOBAL, STACK_GLOBAL: the policy resolves the name.
+func (m *Machine) global(module, name string, off int64) error {
+	v, err := m.policy.FindClass(module, name, off)
+	if err != nil {
+		return err
 	}
-	full := globalName(module, name)
-	switch verdict {
-	case verdictAllowed:
-		return m.push(&global{module: module, name: name, off: off, allow: a})
-	case verdictUnsupported:
-		return &Error{Kind: ErrUnsupported, Entry: m.entry, Offset: off, Global: full,
-			Msg: fmt.Sprintf("refusing global %s (%s)", full, reason)}
-	}
-	return &Error{Kind: ErrNotAllowed, Entry: m.entry, Offset: off, Global: full,
-		Msg: fmt.Sprintf("refusing global %s (%s)", full, reason)}
+	return m.push(v)
 }
 
 // construct handles INST, OBJ, NEWOBJ and NEWOBJ_EX, which instantiate a
 // class without REDUCE: always refused.
-func (m *vm) construct(op byte, off int64) error {
+func (m *Machine) construct(op Op, off int64) error {
 	var target string
 	switch op {
-	case opInst:
+	case OpInst:
 		mod, err := m.line(off)
 		if err != nil {
 			return err
@@ -772,14 +780,16 @@ func (m *vm) construct(op byte, off int64) error {
 			return err
 		}
 		target = globalName(string(mod), string(name))
-		if m.scan != nil {
-			_, verdict, reason := classifyGlobal(string(mod), string(name))
-			m.scan.global(string(mod), string(name), off, verdict, reason)
+		if m.audit != nil {
+			// CPython's INST calls find_class: the policy records the name
+			if _, err := m.policy.FindClass(string(mod), string(name), off); err != nil {
+				return err
+			}
 		}
 		if _, err := m.popMark(off); err != nil {
 			return err
 		}
-	case opObj:
+	case OpObj:
 		items, err := m.popMark(off)
 		if err != nil {
 			return err
@@ -787,9 +797,9 @@ func (m *vm) construct(op byte, off int64) error {
 		if len(items) == 0 {
 			return m.errf(ErrCorrupt, off, "OBJ without a class")
 		}
-		target = describe(items[0])
-	case opNewObj, opNewObjEx:
-		if op == opNewObjEx {
+		target = Describe(items[0])
+	case OpNewObj, OpNewObjEx:
+		if op == OpNewObjEx {
 			if _, err := m.pop(off); err != nil { // kwargs
 				return err
 			}
@@ -801,64 +811,53 @@ func (m *vm) construct(op byte, off int64) error {
 		if err != nil {
 			return err
 		}
-		target = describe(cls)
+		target = Describe(cls)
 	}
-	if m.scan == nil {
-		return &Error{Kind: ErrNotAllowed, Entry: m.entry, Offset: off, Global: target,
-			Msg: fmt.Sprintf("refusing %s %s (the %s opcode instantiates classes; torch never writes it for tensors)", opNames[op], target, opNames[op])}
+	if m.audit == nil {
+		return &Error{Kind: ErrNotAllowed, Offset: off, Global: target,
+			Msg: fmt.Sprintf("refusing %s %s (the %s opcode instantiates classes; torch never writes it for tensors)", op.String(), target, op.String())}
 	}
-	m.scan.opcode(op, off, target)
-	return m.push(&opaque{what: target + " instance", off: off})
+	m.audit.Call(op, off, target)
+	return m.push(&Opaque{What: target + " instance", Offset: off})
 }
 
-// describe names a value for messages, using module.name for globals.
-func describe(v any) string {
-	switch x := v.(type) {
-	case *global:
-		return x.String()
-	case *opaque:
-		return x.what
+func (m *Machine) buffers(op Op, off int64) error {
+	if m.audit == nil {
+		return m.errf(ErrUnsupported, off, "opcode %s (out-of-band buffers) is not supported", op.String())
 	}
-	return typeName(v)
-}
-
-func (m *vm) buffers(op byte, off int64) error {
-	if m.scan == nil {
-		return m.errf(ErrUnsupported, off, "opcode %s (out-of-band buffers) is not supported", opNames[op])
-	}
-	m.scan.problem(m.entry, off, "opcode "+opNames[op]+" (out-of-band buffers)")
+	m.audit.Problem(off, "opcode "+op.String()+" (out-of-band buffers)")
 	switch op {
-	case opByteArray8:
+	case OpByteArray8:
 		n, err := m.le(8)
 		if err != nil {
 			return err
 		}
-		if n > uint64(m.src.remaining()) {
-			return m.errf(ErrCorrupt, off, "length %d exceeds the %d bytes that remain", n, m.src.remaining())
+		if n > uint64(m.s.remaining()) {
+			return m.errf(ErrCorrupt, off, "length %d exceeds the %d bytes that remain", n, m.s.remaining())
 		}
-		if err := m.src.skip(int64(n)); err != nil {
+		if err := m.s.skip(int64(n)); err != nil {
 			return err
 		}
-		return m.push(&opaque{what: "bytearray", off: off})
-	case opNextBuffer:
-		return m.push(&opaque{what: "buffer", off: off})
+		return m.push(&Opaque{What: "bytearray", Offset: off})
+	case OpNextBuffer:
+		return m.push(&Opaque{What: "buffer", Offset: off})
 	}
 	_, err := m.top(off)
 	return err
 }
 
-func (m *vm) sets(op byte, off int64) error {
-	if m.scan == nil {
-		return m.errf(ErrUnsupported, off, "opcode %s (sets) is not supported; torch does not write sets for tensors", opNames[op])
+func (m *Machine) sets(op Op, off int64) error {
+	if m.audit == nil {
+		return m.errf(ErrUnsupported, off, "opcode %s (sets) is not supported; torch does not write sets for tensors", op.String())
 	}
 	switch op {
-	case opEmptySet:
-		return m.push(&opaque{what: "set", off: off})
-	case opFrozenSet:
+	case OpEmptySet:
+		return m.push(&Opaque{What: "set", Offset: off})
+	case OpFrozenSet:
 		if _, err := m.popMark(off); err != nil {
 			return err
 		}
-		return m.push(&opaque{what: "frozenset", off: off})
+		return m.push(&Opaque{What: "frozenset", Offset: off})
 	}
 	if _, err := m.popMark(off); err != nil {
 		return err
@@ -867,7 +866,7 @@ func (m *vm) sets(op byte, off int64) error {
 	return err
 }
 
-func (m *vm) appendTo(items []any, op byte, off int64) error {
+func (m *Machine) appendTo(items []any, op Op, off int64) error {
 	t, err := m.top(off)
 	if err != nil {
 		return err
@@ -875,35 +874,35 @@ func (m *vm) appendTo(items []any, op byte, off int64) error {
 	if err := m.count(len(items)); err != nil {
 		return err
 	}
-	l, ok := t.(*list)
+	l, ok := t.(*List)
 	if !ok {
-		if m.scan != nil {
-			m.scan.opcode(op, off, describe(t))
+		if m.audit != nil {
+			m.audit.Call(op, off, Describe(t))
 			return nil
 		}
-		return m.errf(ErrNotAllowed, off, "%s onto a %s (only lists may be appended to)", opNames[op], describe(t))
+		return m.errf(ErrNotAllowed, off, "%s onto a %s (only lists may be appended to)", op.String(), Describe(t))
 	}
-	l.items = append(l.items, items...)
+	l.Items = append(l.Items, items...)
 	return nil
 }
 
-func (m *vm) setItemsOn(items []any, op byte, off int64) error {
+func (m *Machine) setItemsOn(items []any, op Op, off int64) error {
 	t, err := m.top(off)
 	if err != nil {
 		return err
 	}
-	d, ok := t.(*dict)
+	d, ok := t.(*Dict)
 	if !ok {
-		if m.scan != nil {
-			m.scan.opcode(op, off, describe(t))
+		if m.audit != nil {
+			m.audit.Call(op, off, Describe(t))
 			return nil
 		}
-		return m.errf(ErrNotAllowed, off, "%s onto a %s (only dicts may receive items)", opNames[op], describe(t))
+		return m.errf(ErrNotAllowed, off, "%s onto a %s (only dicts may receive items)", op.String(), Describe(t))
 	}
 	return m.setItems(d, items, off)
 }
 
-func (m *vm) setItems(d *dict, items []any, off int64) error {
+func (m *Machine) setItems(d *Dict, items []any, off int64) error {
 	if len(items)%2 != 0 {
 		return m.errf(ErrCorrupt, off, "odd number of items (%d) for a dict", len(items))
 	}
@@ -911,11 +910,11 @@ func (m *vm) setItems(d *dict, items []any, off int64) error {
 		return err
 	}
 	for i := 0; i < len(items); i += 2 {
-		if !d.set(items[i], items[i+1]) {
-			if m.scan != nil {
+		if !d.Set(items[i], items[i+1]) {
+			if m.audit != nil {
 				continue
 			}
-			return m.errf(ErrUnsupported, off, "dict key of type %s is not supported", typeName(items[i]))
+			return m.errf(ErrUnsupported, off, "dict key of type %s is not supported", TypeName(items[i]))
 		}
 	}
 	return nil
@@ -929,13 +928,13 @@ func truncate(b []byte) string {
 }
 
 // lenWidth is the size in bytes of the length or code operand of op.
-func lenWidth(op byte) int {
+func lenWidth(op Op) int {
 	switch op {
-	case opShortBinUnicode, opShortBinBytes, opExt1:
+	case OpShortBinUnicode, OpShortBinBytes, OpExt1:
 		return 1
-	case opExt2:
+	case OpExt2:
 		return 2
-	case opBinUnicode, opBinBytes, opExt4:
+	case OpBinUnicode, OpBinBytes, OpExt4:
 		return 4
 	}
 	return 8
@@ -944,7 +943,7 @@ func lenWidth(op byte) int {
 // signedLen reads the length operand of an opcode pair whose short form
 // has a 1-byte length and whose long form a signed 4-byte one (LONG1/LONG4,
 // SHORT_BINSTRING/BINSTRING); a negative long length is corrupt.
-func (m *vm) signedLen(short bool, long string, off int64) (uint64, error) {
+func (m *Machine) signedLen(short bool, long string, off int64) (uint64, error) {
 	if short {
 		return m.le(1)
 	}
@@ -953,4 +952,14 @@ func (m *vm) signedLen(short bool, long string, off int64) (uint64, error) {
 		return 0, m.errf(ErrCorrupt, off, "%s with negative length", long)
 	}
 	return n, err
+}
+
+// globalName is module.name for messages, each part cut to MaxName bytes.
+func globalName(module, name string) string { return clip(module) + "." + clip(name) }
+
+func clip(s string) string {
+	if len(s) > MaxName {
+		return s[:MaxName] + "..."
+	}
+	return s
 }

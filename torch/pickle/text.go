@@ -1,4 +1,4 @@
-package torch
+package pickle
 
 import (
 	"github.com/gosafetensors/safetensors/torch/internal/pylong"

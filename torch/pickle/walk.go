@@ -1,8 +1,9 @@
-package torch
+package pickle
 
 import (
 	"bufio"
 	"fmt"
+	"github.com/gosafetensors/safetensors/torch/internal/pylong"
 	"io"
 	"strconv"
 	"unicode"
@@ -22,25 +23,29 @@ import (
 // shadow is what the walker knows about a stack or memo value.
 type shadow struct {
 	kind byte   // 's' str, 'o' anything else, '?' unknown (lost to a memory bound)
-	s    string // the str, clipped to maxGlobalPart+1 bytes
+	s    string // the str, clipped to MaxName+1 bytes
 }
+
+// MaxName bounds how much of a str the walker keeps (and so of a global's
+// module or name it reports): longer names are cut.
+const MaxName = 1 << 10
 
 const (
 	maxWalkStack = 1 << 20
 	maxWalkMemo  = 1 << 20
-	maxWalkText  = maxGlobalPart + 1 // bytes of a string or line kept
+	maxWalkText  = MaxName + 1 // bytes of a string or line kept
 )
 
-type walker struct {
+// Walker is the opcode walker: see the package documentation.
+type Walker struct {
 	r     *bufio.Reader
-	pos   int64 // offset of the next byte inside entry
+	pos   int64 // offset of the next byte inside the region
 	end   int64 // offset where the region ends
-	entry string
-	rep   *ScanReport
+	audit Auditor
 
 	stack      []shadow
 	marks      []int
-	memo       map[uint64]shadow
+	memo       memo[shadow]
 	memoLost   bool // puts were dropped: an unknown GET index may be one
 	bottomLost bool // the bottom of the stack was dropped
 	marksLost  bool // the outermost MARKs were dropped
@@ -53,17 +58,22 @@ type walker struct {
 	// none); crossed is the frame end an argument crossed (0: none), see
 	// source.frame
 	frame, crossed int64
-	crossAt        int64      // where the read that crossed started
-	pre            *walkState // the state before the opcode whose argument crossed
+	crossAt        int64  // where the read that crossed started
+	pre            *State // the state before the opcode whose argument crossed
 
 	// a walk of the bytes CPython reads after an argument crossed a frame
 	// end goes on at jumpTo when it reaches jumpAt (see frameWalk)
 	jumpAt, jumpTo int64
+
+	// work counts opcodes stepped, bytes skipped to resynchronise and
+	// memo entries cleared: what the walk costs, for the tests and the
+	// budget of re-walks
+	work int64
 }
 
 // jump moves pos past the gap between the frame bytes CPython read and the
 // frame end (the reader itself holds no gap).
-func (w *walker) jump() {
+func (w *Walker) jump() {
 	if w.jumpAt > 0 && w.pos == w.jumpAt {
 		w.pos, w.jumpAt = w.jumpTo, 0
 	}
@@ -78,39 +88,28 @@ type frameWalk struct {
 	// from the frame before the one that crossed (equal: none); st is what
 	// is known of the state before that opcode (nil: a fresh pickle)
 	opOff, crossAt int64
-	st             *walkState
+	st             *State
 }
 
 // maxFrameEnds bounds the frame ends one walker records.
 const maxFrameEnds = 64
 
-// walkRegion walks [start, end) of an entry read through r (positioned at
-// start), starting from the shadow state st (nil: a fresh pickle).
-func walkRegion(r io.Reader, start, end int64, entry string, rep *ScanReport, st *walkState) *walker {
-	w := newWalker(r, start, end, entry, rep, st)
-	w.run()
-	return w
-}
-
-func newWalker(r io.Reader, start, end int64, entry string, rep *ScanReport, st *walkState) *walker {
-	w := &walker{r: bufio.NewReaderSize(r, 32<<10), pos: start, end: end, entry: entry, rep: rep}
+func newWalker(r io.Reader, start, end int64, a Auditor, st *State) *Walker {
+	w := &Walker{r: bufio.NewReaderSize(r, 32<<10), pos: start, end: end, audit: a}
 	if st != nil {
 		w.stack, w.marks, w.memo, w.memoLost = st.stack, st.marks, st.memo, st.memoLost
-	}
-	if w.memo == nil {
-		w.memo = make(map[uint64]shadow)
-	}
-	if st != nil {
 		w.bottomLost, w.marksLost = st.bottomLost, st.marksLost
 	}
 	return w
 }
 
-// walkState seeds a walker with what the decoder had when it stopped.
-type walkState struct {
+// State is what a machine knew when it stopped (see Machine.FailState),
+// for the walker that goes on from there: the stack and memo, as far as
+// strings go.
+type State struct {
 	stack                 []shadow
 	marks                 []int
-	memo                  map[uint64]shadow
+	memo                  memo[shadow]
 	memoLost              bool
 	bottomLost, marksLost bool
 }
@@ -122,15 +121,16 @@ const maxCrossStack = 256
 // crossState returns a bounded copy of what the walker knows before the
 // current opcode: the top of the stack, the marks within it, and the memo
 // when it is small.
-func (w *walker) crossState() *walkState {
-	st := &walkState{memo: make(map[uint64]shadow), memoLost: w.memoLost,
-		bottomLost: w.bottomLost, marksLost: w.marksLost}
-	if len(w.memo) > maxCrossMemo {
+func (w *Walker) crossState() *State {
+	st := &State{memoLost: w.memoLost, bottomLost: w.bottomLost, marksLost: w.marksLost}
+	if w.memo.count > maxCrossMemo {
 		st.memoLost = true
 	} else {
-		for k, v := range w.memo {
-			st.memo[k] = v
+		st.memo.dense = append([]shadow(nil), w.memo.dense...)
+		for k, v := range w.memo.sparse {
+			st.memo.put(k, v)
 		}
+		st.memo.count = w.memo.count
 	}
 	cut := max(len(w.stack)-maxCrossStack, 0)
 	if cut > 0 {
@@ -153,22 +153,22 @@ func (w *walker) crossState() *walkState {
 
 // checkCross handles an argument of the opcode op at off that crossed a
 // frame end (see vm.checkCross); st is the state before op.
-func (w *walker) checkCross(op byte, off int64) {
+func (w *Walker) checkCross(off int64) {
 	fe := w.crossed
 	w.crossed = 0
 	if fe == 0 {
 		return
 	}
-	w.rep.addProblem(fmt.Sprintf("%s offset %d: an argument crosses a frame end (offset %d): CPython reads it from the frame end; both are walked", w.entry, off, fe))
+	w.audit.Problem(off, fmt.Sprintf("an argument crosses a frame end (offset %d): CPython reads it from the frame end; both are walked", fe))
 	if len(w.frameEnds) >= maxFrameEnds {
-		w.rep.addProblem(fmt.Sprintf("%s offset %d: more than %d frame ends to walk from; the bytes from this frame end were not walked again", w.entry, off, maxFrameEnds))
+		w.audit.Problem(off, fmt.Sprintf("more than %d frame ends to walk from; the bytes from this frame end were not walked again", maxFrameEnds))
 		return
 	}
 	w.frameEnds = append(w.frameEnds, frameWalk{from: fe, opOff: off, crossAt: w.crossAt, st: w.pre})
 }
 
 // arg notes that the next n bytes are an opcode's argument.
-func (w *walker) arg(n uint64) {
+func (w *Walker) arg(n uint64) {
 	w.jump()
 	if w.frame > w.pos && n > uint64(w.frame-w.pos) {
 		w.cross(w.pos)
@@ -176,7 +176,7 @@ func (w *walker) arg(n uint64) {
 }
 
 // cross records that the read starting at at crossed the frame end.
-func (w *walker) cross(at int64) {
+func (w *Walker) cross(at int64) {
 	if w.crossed == 0 {
 		// arguments are read before the opcode changes the stack
 		w.crossed, w.crossAt, w.pre = w.frame, at, w.crossState()
@@ -194,7 +194,7 @@ func shadowOf(v any) shadow {
 	return shadow{kind: 'o'}
 }
 
-func (w *walker) byte() (byte, bool) {
+func (w *Walker) byte() (byte, bool) {
 	w.jump()
 	if w.pos >= w.end {
 		return 0, false
@@ -209,7 +209,7 @@ func (w *walker) byte() (byte, bool) {
 }
 
 // le reads an n-byte little-endian unsigned operand.
-func (w *walker) le(n int) (uint64, bool) {
+func (w *Walker) le(n int) (uint64, bool) {
 	w.arg(uint64(n))
 	var u uint64
 	for i := 0; i < n; i++ {
@@ -223,7 +223,7 @@ func (w *walker) le(n int) (uint64, bool) {
 }
 
 // payload reads n bytes, keeping at most maxWalkText of them.
-func (w *walker) payload(n uint64) (string, bool) {
+func (w *Walker) payload(n uint64) (string, bool) {
 	w.arg(n)
 	if n > uint64(w.end-w.pos) {
 		return "", false
@@ -246,7 +246,7 @@ func (w *walker) payload(n uint64) (string, bool) {
 }
 
 // line reads up to and including '\n', keeping at most maxWalkText bytes.
-func (w *walker) line() ([]byte, bool) {
+func (w *Walker) line() ([]byte, bool) {
 	var out []byte
 	w.jump()
 	start := w.pos
@@ -269,7 +269,7 @@ func (w *walker) line() ([]byte, bool) {
 	}
 }
 
-func (w *walker) push(s shadow) {
+func (w *Walker) push(s shadow) {
 	if len(w.stack) >= maxWalkStack {
 		// drop the older half: what is below can only come back as unknown
 		h := len(w.stack) / 2
@@ -282,14 +282,14 @@ func (w *walker) push(s shadow) {
 	w.stack = append(w.stack, s)
 }
 
-func (w *walker) base() int {
+func (w *Walker) base() int {
 	if len(w.marks) == 0 {
 		return 0
 	}
 	return w.marks[len(w.marks)-1]
 }
 
-func (w *walker) pop() (shadow, bool) {
+func (w *Walker) pop() (shadow, bool) {
 	if len(w.stack) <= w.base() {
 		if w.bottomLost {
 			return shadow{kind: '?'}, true
@@ -301,7 +301,7 @@ func (w *walker) pop() (shadow, bool) {
 	return s, true
 }
 
-func (w *walker) popN(n int) bool {
+func (w *Walker) popN(n int) bool {
 	for i := 0; i < n; i++ {
 		if _, ok := w.pop(); !ok {
 			return false
@@ -310,7 +310,7 @@ func (w *walker) popN(n int) bool {
 	return true
 }
 
-func (w *walker) popMark() bool {
+func (w *Walker) popMark() bool {
 	if len(w.marks) == 0 {
 		if w.bottomLost || w.marksLost {
 			// the mark was dropped: what is below it is unknown
@@ -326,37 +326,37 @@ func (w *walker) popMark() bool {
 	return true
 }
 
-func (w *walker) reset() {
+func (w *Walker) reset() {
 	w.stack, w.marks = w.stack[:0], w.marks[:0]
-	if len(w.memo) > 0 {
-		// a fresh map: clear would cost the old map's capacity at every STOP
-		w.memo = make(map[uint64]shadow)
-	}
+	w.work += int64(len(w.memo.dense) + len(w.memo.sparse))
+	w.memo.reset()
 	w.memoLost, w.bottomLost, w.marksLost = false, false, false
 	w.frameEnd, w.frame, w.crossed = 0, 0, 0
 }
 
-func (w *walker) run() {
+func (w *Walker) run() {
 	for w.pos < w.end {
 		off := w.pos
-		op, ok := w.byte()
+		b, ok := w.byte()
 		if !ok {
 			return
 		}
-		if op == opStop {
+		op := Op(b)
+		w.work++
+		if op == OpStop {
 			if w.frameEnd > w.pos {
-				w.rep.addProblem(fmt.Sprintf("%s offset %d: FRAME runs %d bytes past the STOP (to offset %d): the next pickle may start after the STOP or at the frame end; both are walked", w.entry, off, w.frameEnd-w.pos, w.frameEnd))
+				w.audit.Problem(off, fmt.Sprintf("FRAME runs %d bytes past the STOP (to offset %d): the next pickle may start after the STOP or at the frame end; both are walked", w.frameEnd-w.pos, w.frameEnd))
 				if len(w.frameEnds) < maxFrameEnds {
 					w.frameEnds = append(w.frameEnds, frameWalk{from: w.frameEnd})
 				} else {
-					w.rep.addProblem(fmt.Sprintf("%s offset %d: more than %d FRAMEs run past their STOP; the bytes from this frame end were not walked again", w.entry, off, maxFrameEnds))
+					w.audit.Problem(off, fmt.Sprintf("more than %d FRAMEs run past their STOP; the bytes from this frame end were not walked again", maxFrameEnds))
 				}
 			}
 			w.reset()
 			continue
 		}
 		ok = w.step(op, off)
-		w.checkCross(op, off)
+		w.checkCross(off)
 		if !ok {
 			w.resync()
 		}
@@ -364,7 +364,7 @@ func (w *walker) run() {
 }
 
 // resync skips to the next PROTO opcode or just past the next STOP byte.
-func (w *walker) resync() {
+func (w *Walker) resync() {
 	w.reset()
 	for {
 		b, err := w.r.Peek(1)
@@ -372,40 +372,34 @@ func (w *walker) resync() {
 			w.end = min(w.end, w.pos)
 			return
 		}
-		if b[0] == opProto {
+		if Op(b[0]) == OpProto {
 			if b2, err := w.r.Peek(2); err == nil && b2[1] <= 5 {
 				return
 			}
 		}
 		w.r.ReadByte()
 		w.pos++
-		if b[0] == opStop {
+		w.work++
+		if Op(b[0]) == OpStop {
 			return
 		}
 	}
 }
 
-// report records a global the walker found; only names that could be
-// imported (dotted identifiers) are reported, so that noise in bytes that
-// are not pickles is not taken for a module.
-func (w *walker) report(module, name string, off int64, unknown bool) {
-	reason := " (found by the opcode walker past the point where full decoding stopped)"
+// report hands a global the walker found to the auditor; only names that
+// could be imported (dotted identifiers) are reported, so that noise in
+// bytes that are not pickles is not taken for a module.
+func (w *Walker) report(module, name string, off int64, unknown bool) {
 	if unknown {
 		w.found++
-		w.rep.addGlobal(GlobalUse{Module: "?", Name: "?", Offset: off, Entry: w.entry, Verdict: "not allowed",
-			Reason: "STACK_GLOBAL operands the walker could not track" + reason})
+		w.audit.Import(Import{Module: "?", Name: "?", Offset: off, How: Unknown, Walked: true})
 		return
 	}
 	if !importable(module) || !importable(name) {
 		return
 	}
 	w.found++
-	_, v, why := classifyGlobal(module, name)
-	if v != verdictAllowed {
-		why += reason
-	}
-	w.rep.addGlobal(GlobalUse{Module: clip(module), Name: clip(name), Offset: off, Entry: w.entry,
-		Allowed: v == verdictAllowed, Verdict: [...]string{"allowed", "unsupported", "not allowed"}[v], Reason: why})
+	w.audit.Import(Import{Module: module, Name: name, Offset: off, How: Named, Walked: true})
 }
 
 // importable reports whether s is a dotted sequence of Python identifiers.
@@ -435,10 +429,10 @@ func importable(s string) bool {
 }
 
 // step interprets one opcode; false means the walker lost sync.
-func (w *walker) step(op byte, off int64) bool {
+func (w *Walker) step(op Op, off int64) bool {
 	other := shadow{kind: 'o'}
 	switch op {
-	case opMark:
+	case OpMark:
 		if len(w.marks) >= maxWalkStack {
 			// CPython has no MARK limit: drop the outer half and go on
 			// (popping past the rest clears the stack, see popMark)
@@ -447,30 +441,30 @@ func (w *walker) step(op byte, off int64) bool {
 			w.marksLost = true
 		}
 		w.marks = append(w.marks, len(w.stack))
-	case opPop:
+	case OpPop:
 		if len(w.stack) > w.base() {
 			w.pop()
 		} else {
 			return w.popMark()
 		}
-	case opPopMark:
+	case OpPopMark:
 		return w.popMark()
-	case opDup:
+	case OpDup:
 		s, ok := w.pop()
 		if !ok {
 			return false
 		}
 		w.push(s)
 		w.push(s)
-	case opNone, opNewTrue, opNewFalse, opEmptyTuple, opEmptyList, opEmptyDict, opEmptySet, opNextBuffer:
+	case OpNone, OpNewTrue, OpNewFalse, OpEmptyTuple, OpEmptyList, OpEmptyDict, OpEmptySet, OpNextBuffer:
 		w.push(other)
-	case opReadOnlyBuffer:
-	case opProto:
+	case OpReadOnlyBuffer:
+	case OpProto:
 		p, ok := w.le(1)
 		if !ok || p > 5 {
 			return false
 		}
-	case opFrame:
+	case OpFrame:
 		n, ok := w.le(8)
 		if !ok {
 			return false
@@ -486,26 +480,26 @@ func (w *walker) step(op byte, off int64) bool {
 				w.frame = w.pos + int64(n)
 			}
 		}
-	case opBinInt1:
+	case OpBinInt1:
 		return w.skipPush(1)
-	case opBinInt2:
+	case OpBinInt2:
 		return w.skipPush(2)
-	case opBinInt:
+	case OpBinInt:
 		return w.skipPush(4)
-	case opBinFloat:
+	case OpBinFloat:
 		return w.skipPush(8)
-	case opInt, opLong, opFloat, opPersID:
+	case OpInt, OpLong, OpFloat, OpPersID:
 		if _, ok := w.line(); !ok {
 			return false
 		}
 		w.push(other)
-	case opString, opUnicode:
+	case OpString, OpUnicode:
 		l, ok := w.line()
 		if !ok {
 			return false
 		}
 		s := ""
-		if op == opString {
+		if op == OpString {
 			b, ok := parseStringRepr(l)
 			if !ok {
 				return false
@@ -515,54 +509,54 @@ func (w *walker) step(op byte, off int64) bool {
 			s = string(l) // surrogates: not a name torch could import anyway
 		}
 		w.push(shadowOf(s))
-	case opLong1, opShortBinString, opShortBinBytes, opShortBinUnicode:
+	case OpLong1, OpShortBinString, OpShortBinBytes, OpShortBinUnicode:
 		return w.lenPush(op, 1)
-	case opLong4, opBinString, opBinBytes, opBinUnicode:
+	case OpLong4, OpBinString, OpBinBytes, OpBinUnicode:
 		return w.lenPush(op, 4)
-	case opBinUnicode8, opBinBytes8, opByteArray8:
+	case OpBinUnicode8, OpBinBytes8, OpByteArray8:
 		return w.lenPush(op, 8)
-	case opTuple, opList, opDict, opFrozenSet:
+	case OpTuple, OpList, OpDict, OpFrozenSet:
 		if !w.popMark() {
 			return false
 		}
 		w.push(other)
-	case opTuple1, opTuple2, opTuple3:
-		if !w.popN(int(op-opTuple1) + 1) {
+	case OpTuple1, OpTuple2, OpTuple3:
+		if !w.popN(int(op-OpTuple1) + 1) {
 			return false
 		}
 		w.push(other)
-	case opAppend, opBuild:
+	case OpAppend, OpBuild:
 		return w.popN(1)
-	case opSetItem:
+	case OpSetItem:
 		return w.popN(2)
-	case opAppends, opSetItems, opAddItems:
+	case OpAppends, OpSetItems, OpAddItems:
 		return w.popMark()
-	case opBinPersID:
+	case OpBinPersID:
 		if !w.popN(1) {
 			return false
 		}
 		w.push(other)
-	case opReduce, opNewObj:
+	case OpReduce, OpNewObj:
 		if !w.popN(2) {
 			return false
 		}
 		w.push(other)
-	case opNewObjEx:
+	case OpNewObjEx:
 		if !w.popN(3) {
 			return false
 		}
 		w.push(other)
-	case opObj:
+	case OpObj:
 		if !w.popMark() {
 			return false
 		}
 		w.push(other)
-	case opGet, opBinGet, opLongBinGet:
+	case OpGet, OpBinGet, OpLongBinGet:
 		idx, ok := w.memoIndex(op)
 		if !ok {
 			return false
 		}
-		s, found := w.memo[idx]
+		s, found := w.memo.get(idx)
 		if !found {
 			if !w.memoLost {
 				return false // KeyError in a real unpickler
@@ -570,10 +564,10 @@ func (w *walker) step(op byte, off int64) bool {
 			s = shadow{kind: '?'}
 		}
 		w.push(s)
-	case opPut, opBinPut, opLongBinPut, opMemoize:
+	case OpPut, OpBinPut, OpLongBinPut, OpMemoize:
 		var idx uint64
-		if op == opMemoize {
-			idx = uint64(len(w.memo))
+		if op == OpMemoize {
+			idx = uint64(w.memo.count)
 		} else {
 			var ok bool
 			if idx, ok = w.memoIndex(op); !ok {
@@ -587,12 +581,12 @@ func (w *walker) step(op byte, off int64) bool {
 		if len(w.stack) > 0 {
 			s = w.stack[len(w.stack)-1]
 		}
-		if _, exists := w.memo[idx]; exists || len(w.memo) < maxWalkMemo {
-			w.memo[idx] = s
+		if w.memo.has(idx) || w.memo.count < maxWalkMemo {
+			w.memo.put(idx, s)
 		} else {
 			w.memoLost = true
 		}
-	case opGlobal, opInst:
+	case OpGlobal, OpInst:
 		mod, ok := w.line()
 		if !ok {
 			return false
@@ -602,11 +596,11 @@ func (w *walker) step(op byte, off int64) bool {
 			return false
 		}
 		w.report(string(mod), string(name), off, false)
-		if op == opInst && !w.popMark() {
+		if op == OpInst && !w.popMark() {
 			return false
 		}
 		w.push(other)
-	case opStackGlobal:
+	case OpStackGlobal:
 		n, ok1 := w.pop()
 		m, ok2 := w.pop()
 		if !ok1 || !ok2 {
@@ -621,14 +615,13 @@ func (w *walker) step(op byte, off int64) bool {
 			return false // STACK_GLOBAL requires str: a real unpickler stops
 		}
 		w.push(other)
-	case opExt1, opExt2, opExt4:
+	case OpExt1, OpExt2, OpExt4:
 		code, ok := w.le(lenWidth(op))
 		if !ok {
 			return false
 		}
 		w.found++
-		w.rep.addGlobal(GlobalUse{Module: "<copyreg-extension>", Name: strconv.FormatUint(code, 10), Offset: off, Entry: w.entry,
-			Verdict: "not allowed", Reason: "copyreg extension code (found by the opcode walker)"})
+		w.audit.Import(Import{Module: "<copyreg-extension>", Name: strconv.FormatUint(code, 10), Offset: off, How: Extension, Walked: true})
 		w.push(other)
 	default:
 		return false
@@ -636,7 +629,7 @@ func (w *walker) step(op byte, off int64) bool {
 	return true
 }
 
-func (w *walker) skipPush(n int) bool {
+func (w *Walker) skipPush(n int) bool {
 	if _, ok := w.le(n); !ok {
 		return false
 	}
@@ -645,12 +638,12 @@ func (w *walker) skipPush(n int) bool {
 }
 
 // lenPush handles the length-prefixed opcodes.
-func (w *walker) lenPush(op byte, width int) bool {
+func (w *Walker) lenPush(op Op, width int) bool {
 	n, ok := w.le(width)
 	if !ok {
 		return false
 	}
-	if width == 4 && (op == opLong4 || op == opBinString) && int32(uint32(n)) < 0 {
+	if width == 4 && (op == OpLong4 || op == OpBinString) && int32(uint32(n)) < 0 {
 		return false
 	}
 	s, ok := w.payload(n)
@@ -658,7 +651,7 @@ func (w *walker) lenPush(op byte, width int) bool {
 		return false
 	}
 	switch op {
-	case opShortBinUnicode, opBinUnicode, opBinUnicode8, opShortBinString, opBinString:
+	case OpShortBinUnicode, OpBinUnicode, OpBinUnicode8, OpShortBinString, OpBinString:
 		w.push(shadowOf(s))
 	default:
 		w.push(shadow{kind: 'o'})
@@ -666,21 +659,136 @@ func (w *walker) lenPush(op byte, width int) bool {
 	return true
 }
 
-func (w *walker) memoIndex(op byte) (uint64, bool) {
+func (w *Walker) memoIndex(op Op) (uint64, bool) {
 	switch op {
-	case opBinGet, opBinPut:
+	case OpBinGet, OpBinPut:
 		return w.le(1)
-	case opLongBinGet, opLongBinPut:
+	case OpLongBinGet, OpLongBinPut:
 		return w.le(4)
 	}
 	l, ok := w.line()
 	if !ok {
 		return 0, false
 	}
-	v, ok := parsePyLong(l, 10)
+	v, ok := pylong.Parse(l, 10)
 	if !ok {
 		return 0, false
 	}
 	i, isInt := v.(int64)
 	return uint64(i), isInt && i >= 0
+}
+
+// maxFrameWalkBytes bounds the bytes walked again from the ends of FRAMEs
+// that run past their STOP (beyond the first such walk of a report).
+const maxFrameWalkBytes = 256 << 20
+
+// maxCrossPrefix bounds the opcode bytes read from a frame before an
+// argument that crossed its end (a GLOBAL's module line, at most).
+const maxCrossPrefix = 64 << 10
+
+// Walks is shared by the machines and walkers of one audit: the walks of
+// what CPython may read from FRAME ends (where a FRAME runs past its STOP,
+// or an argument crosses a frame end, CPython's buffering decides where it
+// reads on; both places are walked) are made once each, within a budget.
+type Walks struct {
+	walked map[frameWalkKey]bool
+	bytes  int64
+}
+
+type frameWalkKey struct {
+	base, from, end int64
+	opOff, crossAt  int64 // see frameWalk
+}
+
+// NewWalks returns the walk state of one audit.
+func NewWalks(_ int64) *Walks { return &Walks{} }
+
+// Walk walks [from, end) of the region at base of ra, reporting to a,
+// starting from st (nil: a fresh pickle), and then what CPython may read
+// from the frame ends it met.
+func (ws *Walks) Walk(ra io.ReaderAt, base, from, end int64, a Auditor, st *State) {
+	if from >= end {
+		return
+	}
+	w := newWalker(io.NewSectionReader(ra, base+from, end-from), from, end, a, st)
+	w.run()
+	for _, fw := range w.frameEnds {
+		ws.frameEnd(ra, base, fw, end, a)
+	}
+}
+
+// WalkReader walks r, positioned at offset start of a region that ends
+// at end, reporting to a, from st (nil: a fresh pickle); frame ends are
+// not walked again (r cannot be read twice). The Walker says how far it
+// read.
+func (ws *Walks) WalkReader(r io.Reader, start, end int64, a Auditor, st *State) *Walker {
+	w := newWalker(r, start, end, a, st)
+	w.run()
+	return w
+}
+
+// Pos returns the offset the walker stopped at.
+func (w *Walker) Pos() int64 { return w.pos }
+
+// More reports whether the walker's reader holds more bytes (past Pos).
+func (w *Walker) More() bool {
+	_, err := w.r.ReadByte()
+	return err == nil
+}
+
+// frameEnd walks what torch may read from a frame end fw.from to end of
+// the region at base: the next pickle if a FRAME that ran past its STOP
+// left the file at its end (see Machine.checkFrameEnd), or, where an
+// argument crossed the frame end (see Machine.checkCross), the opcode and
+// the arguments read before that one, then the frame end on. The caller
+// already recorded the problem.
+func (ws *Walks) frameEnd(ra io.ReaderAt, base int64, fw frameWalk, end int64, a Auditor) {
+	// a work list, not recursion: walks from frame ends find more of them
+	queue := []frameWalk{fw}
+	for len(queue) > 0 {
+		fw := queue[0]
+		queue = queue[1:]
+		if w := ws.walkFrom(ra, base, fw, end, a); w != nil {
+			queue = append(queue, w.frameEnds...)
+		}
+	}
+}
+
+// walkFrom walks one place of frameEnd.
+func (ws *Walks) walkFrom(ra io.ReaderAt, base int64, fw frameWalk, end int64, a Auditor) *Walker {
+	fe := fw.from
+	if fe >= end {
+		return nil
+	}
+	if fw.crossAt == fw.opOff { // nothing read from the frame first
+		fw.opOff, fw.crossAt = fe, fe
+	}
+	k := frameWalkKey{base: base, from: fe, end: end, opOff: fw.opOff, crossAt: fw.crossAt}
+	if ws.walked[k] {
+		return nil
+	}
+	if ws.walked == nil {
+		ws.walked = make(map[frameWalkKey]bool)
+	}
+	if ws.bytes > 0 && end-fe > maxFrameWalkBytes-ws.bytes {
+		a.Problem(fe, "too many FRAMEs run past their STOP or are crossed; the bytes from this frame end were not walked again")
+		return nil
+	}
+	prefix := fw.crossAt - fw.opOff
+	if prefix < 0 || prefix > maxCrossPrefix {
+		a.Problem(fw.opOff, fmt.Sprintf("the opcode whose argument crosses the frame end at %d is too long to walk again", fe))
+		return nil
+	}
+	ws.walked[k] = true
+	ws.bytes += end - fe
+	var r io.Reader = io.NewSectionReader(ra, base+fe, end-fe)
+	if prefix > 0 {
+		r = io.MultiReader(io.NewSectionReader(ra, base+fw.opOff, prefix), r)
+	}
+	w := newWalker(r, fw.opOff, end, a.FrameEnd(), fw.st)
+	if prefix > 0 {
+		w.jumpAt, w.jumpTo = fw.crossAt, fe
+	}
+	w.run()
+	return w
 }
