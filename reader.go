@@ -114,7 +114,7 @@ func finishHeader(raw []rawTensor, index map[string]int, meta map[string]string,
 		total, over := add64(end, 8+hlen)
 		if over || total != uint64(fileSize) {
 			if over || total > uint64(fileSize) {
-				return nil, newError(ErrMetadataIncompleteBuffer, fileSize, "file is %d bytes but the header describes %s (truncated download?)", fileSize, describeSize(end, hlen, over))
+				return nil, newError(ErrMetadataIncompleteBuffer, fileSize, "file is %d bytes but the header describes %s", fileSize, describeSize(end, hlen, over))
 			}
 			return nil, newError(ErrMetadataIncompleteBuffer, int64(total), "file is %d bytes but the header describes only %d: %d bytes after the last tensor", fileSize, total, uint64(fileSize)-total)
 		}

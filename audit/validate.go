@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"iter"
-	"strings"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/sniff"
@@ -200,8 +199,9 @@ func (r *ValidateReport) setError(err error) *ValidateReport {
 	}
 	if h := source.Hint(err); h != "" {
 		r.Hint = ptr(h)
-		if i := strings.Index(*r.Error, "\n  hint: "); i >= 0 {
-			r.Error = ptr((*r.Error)[:i])
+		var ce *source.ContentError
+		if errors.As(err, &ce) {
+			r.Error = ptr(ce.Detail())
 		}
 	}
 	return r

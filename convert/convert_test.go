@@ -692,7 +692,7 @@ func TestDirSingle(t *testing.T) {
 		t.Errorf("files %d ignored %v", len(rep.Files), rep.Ignored)
 	}
 	assertOnly(t, out, "model.safetensors", "other.safetensors")
-	if _, err := Dir(t.TempDir(), out); !errors.Is(err, ErrInput) {
+	if _, err := Dir(t.TempDir(), out); !errors.Is(err, ErrNoCheckpoint) {
 		t.Errorf("empty dir: %v", err)
 	}
 }

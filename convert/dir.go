@@ -142,7 +142,7 @@ func Dir(in, outDir string, opts ...Option) (*DirReport, error) {
 		}
 	}
 	if len(todo) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no PyTorch checkpoint (*.bin, *.pt, *.pth, *.ckpt)", ErrInput, in)
+		return nil, fmt.Errorf("%w: %s holds no PyTorch checkpoint (*.bin, *.pt, *.pth, *.ckpt)", ErrNoCheckpoint, in)
 	}
 
 	// Read and plan everything first: a refused shard stops the conversion

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/sharded"
 	"github.com/gosafetensors/safetensors/torch"
 )
 
@@ -20,6 +21,11 @@ var (
 	// as asked: the WithKey entry does not exist, a tensor has no
 	// safetensors dtype, two names collide.
 	ErrInput = errors.New("cannot convert")
+	// ErrNoCheckpoint reports a directory given to [Dir] that holds no
+	// checkpoint: nothing was read that could be wrong. It is
+	// sharded.ErrNoModel, the error every package gives for a folder
+	// without a model.
+	ErrNoCheckpoint = sharded.ErrNoModel
 	// ErrExists reports an output file that already exists (see
 	// WithOverwrite). It is safetensors.ErrExists, shared by every package
 	// that writes.

@@ -41,7 +41,7 @@ type Description struct {
 // Describe describes an opened model. It reads nothing beyond what opening
 // it read (headers, an index, a checkpoint's pickle).
 func Describe(m *source.Model) *Description {
-	out := &Description{Metadata: m.Meta()}
+	out := &Description{Metadata: m.Meta(), Warnings: m.Warnings()}
 	if m.Object != nil {
 		out.FileSize = m.Object.Size
 	}
@@ -50,7 +50,6 @@ func Describe(m *source.Model) *Description {
 		out.Format, out.Offsets = "safetensors", true
 		out.HeaderSize = m.File.Size
 		out.Tensors = m.File.Tensors
-		out.Warnings = m.File.Warnings
 		if m.Compressed != nil {
 			out.Format = "safetensors (" + m.Compressed.Format().String() + ")"
 			out.DataSize = m.Compressed.Size()
@@ -58,7 +57,6 @@ func Describe(m *source.Model) *Description {
 	case m.Sharded != nil:
 		out.Format = "sharded"
 		out.Shards = m.Sharded.Shards()
-		out.Warnings = m.Sharded.Warnings()
 		out.ShardOf = map[string]string{}
 		rank := map[string]int{}
 		for i, s := range out.Shards {

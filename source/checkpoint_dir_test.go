@@ -245,3 +245,37 @@ func TestShardMustBeTensors(t *testing.T) {
 	}
 	_ = safetensors.ErrTensorNotFound
 }
+
+// A checkpoint named .safetensors is read by its content, and the model
+// warns that the name is wrong; names that agree, or say nothing, do not.
+func TestNameMismatch(t *testing.T) {
+	dir := t.TempDir()
+	lie := filepath.Join(dir, "model.safetensors")
+	copyFile(t, "../testdata/torch/tiny_transformer.bin", lie)
+	m, err := OpenModel(ctx, lie)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if w := m.Warnings(); len(w) != 1 || !strings.Contains(w[0], "the name says safetensors, but this is a PyTorch checkpoint (zip)") {
+		t.Errorf("warnings %q", w)
+	}
+	for _, c := range []struct {
+		loc  string
+		f    Format
+		want bool
+	}{
+		{"x.safetensors", TorchPickle, true},
+		{"https://h/x.safetensors?download=1", TorchZip, true},
+		{"x.safetensors", Index, true},
+		{"pytorch_model.bin", Safetensors, true},
+		{"pytorch_model.bin", TorchZip, false},
+		{"x.safetensors", Safetensors, false},
+		{"model", TorchZip, false},
+		{"hf://org/repo", TorchZip, false},
+	} {
+		if got := NameMismatch(c.loc, c.f) != ""; got != c.want {
+			t.Errorf("NameMismatch(%q, %v) = %v", c.loc, c.f, got)
+		}
+	}
+}

@@ -88,6 +88,9 @@ func (o *Object) Model(ctx context.Context, opts ...Option) (*Model, error) {
 
 func (o *Object) model(ctx context.Context, c *config) (*Model, error) {
 	m := &Model{Name: o.Name, Format: o.Format, Object: o}
+	if w := NameMismatch(o.Name, o.Format); w != "" {
+		m.warnings = append(m.warnings, o.Name+": "+w)
+	}
 	switch o.Format {
 	case Directory:
 		return openDir(ctx, o.Name, c)

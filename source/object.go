@@ -179,15 +179,26 @@ type ContentError struct {
 	Err      error // a format error from the decoder, if any
 }
 
+// Error leads with the diagnosis when there is one (what the bytes
+// really are: a page, a pointer, an incomplete download), then the
+// decoder's complaint as details:
+//
+//	page.safetensors: this is an HTML page, not a model: …
+//	  details: not a safetensors file, a sharded model index or a PyTorch checkpoint
 func (e *ContentError) Error() string {
-	s := e.Location + ": " + e.Msg
+	if e.Hint == "" {
+		return e.Detail()
+	}
+	return e.Location + ": " + e.Hint + "\n  details: " + strings.TrimPrefix(e.Detail(), e.Location+": ")
+}
+
+// Detail is the error without the diagnosis: what was asked of the bytes
+// and how they failed it.
+func (e *ContentError) Detail() string {
 	if e.Msg == "" && e.Err != nil {
-		s = e.Err.Error()
+		return e.Err.Error()
 	}
-	if e.Hint != "" {
-		s += "\n  hint: " + e.Hint
-	}
-	return s
+	return e.Location + ": " + e.Msg
 }
 
 func (e *ContentError) Unwrap() error { return e.Err }

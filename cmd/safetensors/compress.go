@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/compressed"
 )
 
@@ -252,16 +251,7 @@ func decompressedName(in string) string {
 // or written, usage mistakes and an existing output.
 func compressError(err error) error {
 	if errors.Is(err, compressed.ErrExists) {
-		return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%w (use --force to replace it)", err)}
+		err = fmt.Errorf("%w (use --force to replace it)", err)
 	}
-	var fe *safetensors.FormatError
-	if errors.As(err, &fe) {
-		return &exitError{Code: exitProblems, Err: err}
-	}
-	for _, kind := range []error{compressed.ErrNotCompressed, compressed.ErrNotSeekable, compressed.ErrCorrupt, compressed.ErrChecksum, compressed.ErrLimit} {
-		if errors.Is(err, kind) {
-			return &exitError{Code: exitProblems, Err: err}
-		}
-	}
-	return &exitError{Code: exitNoCheck, Err: err}
+	return exitFor(err)
 }

@@ -113,7 +113,7 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 	}
 	o, err := source.Open(cmdContext(cmd), in, sourceOptions(cmdContext(cmd))...)
 	if err != nil {
-		return locationProblem(in, err)
+		return exitFor(err)
 	}
 	defer o.Close()
 	switch o.Format {
@@ -136,7 +136,7 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 			return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%s: %w", in, ioErr)}
 		}
 		if o.Format == source.Unknown && o.Hint != "" && !errors.Is(err, torch.ErrNotAllowed) {
-			return &exitError{Code: exitProblems, Err: &hintError{err: fmt.Errorf("%s: not a PyTorch checkpoint", in), hint: o.Hint}}
+			return exitFor(&source.ContentError{Location: in, Format: o.Format, Msg: "not a PyTorch checkpoint", Hint: o.Hint})
 		}
 		return convertError(err)
 	}
@@ -293,14 +293,9 @@ func convertError(err error) error {
 		err = fmt.Errorf("%w: raise the cap with --max-output SIZE (or -1 for none) if you expect it", err)
 	}
 	if errors.Is(err, convert.ErrExists) {
-		return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%w (use --force to replace it)", err)}
+		err = fmt.Errorf("%w (use --force to replace it)", err)
 	}
-	for _, kind := range []error{torch.ErrNotAllowed, torch.ErrUnsupported, torch.ErrCorrupt, torch.ErrLimit, convert.ErrInput} {
-		if errors.Is(err, kind) {
-			return &exitError{Code: exitProblems, Err: err}
-		}
-	}
-	return &exitError{Code: exitNoCheck, Err: err}
+	return exitFor(err)
 }
 
 // optionFlagNames words convert's option errors as the flags that set them.

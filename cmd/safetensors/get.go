@@ -102,7 +102,7 @@ func runGet(cmd *cobra.Command, stdout, stderr io.Writer, loc, name string, fl g
 			// a name that is not there is a usage mistake, not a verdict
 			return &exitError{Code: exitNoCheck, Err: err}
 		}
-		return locationProblem(loc, err)
+		return exitFor(err)
 	}
 	if len(idx) > 0 {
 		if t, err = t.Slice(idx...); err != nil {
@@ -158,7 +158,7 @@ func runGet(cmd *cobra.Command, stdout, stderr io.Writer, loc, name string, fl g
 			return usageError("refusing to write binary data to a terminal: redirect stdout or give -o a file name")
 		}
 		if err := write(stdout); err != nil {
-			return locationProblem(loc, err)
+			return exitFor(err)
 		}
 		return nil
 	}
@@ -171,7 +171,7 @@ func runGet(cmd *cobra.Command, stdout, stderr io.Writer, loc, name string, fl g
 	}
 	defer out.Abort()
 	if err := write(out); err != nil {
-		return locationProblem(loc, err)
+		return exitFor(err)
 	}
 	if err := out.Commit(); err != nil {
 		return &exitError{Code: exitNoCheck, Err: fmt.Errorf("writing %s: %w", fl.output, err)}

@@ -42,8 +42,9 @@ decoder as convert and listed as the file converting it would write: nothing
 in it is executed, and a checkpoint that refers to anything but plain
 tensors is refused. Formats are recognised by content, never by name.
 
-Exit status: 0 ok, 1 the file is not a valid safetensors file, 2 it could
-not be read.`,
+Exit status (as for every command, see safetensors --help): 0 ok, 1 the
+content is not a valid model, 2 it could not be read, holds no model, or
+--filter matches no tensor.`,
 		Example: `  safetensors inspect model.safetensors
   safetensors inspect model.safetensors --filter '*.layers.0.*' --sort size
   safetensors inspect model.safetensors --summary
@@ -89,6 +90,9 @@ func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) e
 	}
 
 	tensors := selectTensors(f.Tensors, fl.filters)
+	if len(fl.filters) > 0 && len(tensors) == 0 && len(f.Tensors) > 0 {
+		return noMatch(fl.filters, f.Tensors)
+	}
 	switch fl.sort {
 	case "name":
 		slices.SortFunc(tensors, func(a, b safetensors.TensorInfo) int { return strings.Compare(a.Name, b.Name) })
@@ -227,6 +231,29 @@ func selectTensors(all []safetensors.TensorInfo, filters []string) []safetensors
 		}
 	}
 	return out
+}
+
+// noMatch is the error for filters that match none of the tensors: a
+// usage mistake (exit 2), with the glob that would have matched when the
+// pattern was anchored by mistake (a glob must match the whole name).
+func noMatch(filters []string, all []safetensors.TensorInfo) error {
+	quoted := make([]string, len(filters))
+	for i, p := range filters {
+		quoted[i] = "'" + display(p) + "'"
+	}
+	msg := fmt.Sprintf("--filter %s matches none of the %s", strings.Join(quoted, ", "), plural(int64(len(all)), "tensor"))
+	for _, p := range filters {
+		if !strings.ContainsAny(p, "*?[") {
+			continue
+		}
+		wide := "*" + strings.Trim(p, "*") + "*"
+		for _, t := range all {
+			if matchName(wide, t.Name) {
+				return usageError("%s\n  a glob matches the whole name: did you mean --filter '%s' (it matches %s)?", msg, display(wide), display(t.Name))
+			}
+		}
+	}
+	return usageError("%s\n  tensors are named like %s", msg, display(all[0].Name))
 }
 
 // matchName matches a glob when the pattern has glob characters, else a

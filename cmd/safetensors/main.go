@@ -8,9 +8,11 @@
 //	safetensors convert pytorch_model.bin        -> model.safetensors, verified
 //	safetensors scan checkpoints/                every global, allowed or not
 //
-// Results go to stdout, diagnostics to stderr. Exit status: 0 ok, 1 problems
-// found (an invalid file, a missing tensor), 2 could not check (unreadable
-// file, bad usage).
+// Results go to stdout, diagnostics to stderr. Exit status, the same for
+// every command: 0 ok, 1 problems found in the content (an invalid file, a
+// refused checkpoint; for diff, a difference), 2 could not check (an
+// unreadable or missing input, a folder with no model, a tensor or filter
+// that names nothing, bad usage). See exitRule and docs/cli-conventions.md.
 package main
 
 import (
@@ -33,7 +35,7 @@ var version = ""
 const (
 	exitOK       = 0
 	exitProblems = 1 // something is wrong with the input
-	exitNoCheck  = 2 // the input could not be checked: unreadable, bad usage
+	exitNoCheck  = 2 // the input could not be checked: unreadable, bad usage (see exitRule)
 )
 
 var subcommands []func() *cobra.Command
@@ -107,9 +109,10 @@ pickle code, scans checkpoints for code that would run when they are loaded,
 compares, splits, merges and compresses models. Formats are recognised by
 content, never by file name.
 
-Results go to stdout, diagnostics to stderr. Exit status: 0 ok, 1 problems
-found (an invalid file, a missing tensor), 2 could not check (unreadable
-file, bad usage).`,
+Results go to stdout, diagnostics to stderr (in colour on a terminal, unless
+NO_COLOR is set).
+
+` + exitRule,
 		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -25,7 +24,7 @@ func openLocation(cmd *cobra.Command, loc string, opts ...source.Option) (*sourc
 	ctx := cmdContext(cmd)
 	m, err := source.OpenModel(ctx, loc, append(sourceOptions(ctx), opts...)...)
 	if err != nil {
-		return nil, locationProblem(loc, err)
+		return nil, exitFor(err)
 	}
 	return m, nil
 }
@@ -45,20 +44,6 @@ func cmdContext(cmd *cobra.Command) context.Context {
 		return cmd.Context()
 	}
 	return context.Background()
-}
-
-// locationProblem turns an error from opening or reading a location into
-// an *exitError: exit 2 for I/O failures, 1 for content that is wrong, with
-// a plain-words hint when one helps.
-func locationProblem(loc string, err error) error {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	if source.IsIOError(err) {
-		return &exitError{Code: exitNoCheck, Err: err}
-	}
-	return &exitError{Code: exitProblems, Err: err}
 }
 
 // handleSignals makes SIGINT, SIGTERM and SIGHUP (a closed terminal)

@@ -119,18 +119,11 @@ func printShardResult(stdout, stderr io.Writer, res *sharded.Result) {
 	flush(stdout)
 }
 
-// shardProblem maps an error to the exit status: 1 when the input is
-// invalid (a bad index or shard, a file that is not safetensors), 2 when
-// something could not be read or written, or an output is in the way.
+// shardProblem maps an error to the exit status by the one rule
+// (exitFor), saying how to replace an output in the way.
 func shardProblem(err error) error {
-	var ie *sharded.IndexError
-	var fe *safetensors.FormatError
-	switch {
-	case errors.Is(err, sharded.ErrExists):
-		return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%w; use --force to replace it", err)}
-	case errors.As(err, &ie), errors.As(err, &fe), errors.Is(err, sharded.ErrUnsafeName), errors.Is(err, sharded.ErrInvalidIndex),
-		errors.Is(err, sharded.ErrMismatch), errors.Is(err, sharded.ErrNoModel), errors.Is(err, safetensors.ErrWrite):
-		return &exitError{Code: exitProblems, Err: err}
+	if errors.Is(err, sharded.ErrExists) {
+		err = fmt.Errorf("%w; use --force to replace it", err)
 	}
-	return &exitError{Code: exitNoCheck, Err: err}
+	return exitFor(err)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -168,11 +167,7 @@ func runStats(cmd *cobra.Command, file string, names []string, asJSON bool) erro
 	res, err := stats.Compute(cmdContext(cmd), src, names, stats.WithProgress(func(done, _ int64) { prog.update(done) }))
 	prog.done()
 	if err != nil {
-		var fe *safetensors.FormatError
-		if errors.As(err, &fe) {
-			return &exitError{Code: exitProblems, Err: err}
-		}
-		return &exitError{Code: exitNoCheck, Err: err}
+		return exitFor(err)
 	}
 	w := cmd.OutOrStdout()
 	if asJSON {
