@@ -250,12 +250,12 @@ func loadOptions(fl loadFlags) (opts []load.Option, rank, world int, err error) 
 	return opts, rank, world, nil
 }
 
-// loadProblem is locationProblem, with tensor-parallel rules that do not
+// loadProblem is exitFor, with tensor-parallel rules that do not
 // fit the model counted as usage errors, and a file that changed while
 // it was read as a failure to read it.
 func loadProblem(loc string, err error) error {
 	if errors.Is(err, load.ErrUneven) || errors.Is(err, load.ErrMisaligned) || errors.Is(err, load.ErrChanged) || errors.Is(err, load.ErrMisplaced) {
 		return &exitError{Code: exitNoCheck, Err: err}
 	}
-	return locationProblem(loc, err)
+	return exitFor(err)
 }
