@@ -107,7 +107,11 @@ func (fsys rootFS) object(ctx context.Context, name string, c *config) (*source.
 	sibling := func(ctx context.Context, s string) (*source.Object, error) {
 		return fsys.object(ctx, filepath.Join(filepath.Dir(name), s), c)
 	}
-	o, err := source.NewObject(name, f, st.Size(), f, sibling)
+	var r io.ReaderAt = f
+	if c.readCounter != nil {
+		r = countingReaderAt{f, c.readCounter}
+	}
+	o, err := source.NewObject(name, r, st.Size(), f, sibling)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -194,4 +198,16 @@ func detectLocal(fsys localFS, p string) (format source.Format, ok bool) {
 	n, _ := io.ReadFull(f, b)
 	format, _ = source.Detect(b[:n], st.Size())
 	return format, true
+}
+
+// countingReaderAt reports the bytes of every read.
+type countingReaderAt struct {
+	r     io.ReaderAt
+	count func(int)
+}
+
+func (c countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.count(n)
+	return n, err
 }

@@ -31,6 +31,7 @@ type config struct {
 	root        *os.Root
 	full        bool
 	progress    func(loc string, total int64) (update func(done int64), finish func())
+	readCounter func(n int)
 }
 
 func buildConfig(opts []Option) (*config, error) {
@@ -95,4 +96,10 @@ func WithFull(full bool) Option {
 // call with the bytes read so far and at the end.
 func WithProgress(start func(loc string, total int64) (update func(done int64), finish func())) Option {
 	return func(c *config) error { c.progress = start; return nil }
+}
+
+// WithReadCounter calls count with the number of bytes of every read from
+// a local file opened through [WithRoot] (a service's disk traffic).
+func WithReadCounter(count func(n int)) Option {
+	return func(c *config) error { c.readCounter = count; return nil }
 }

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"io"
 	"iter"
 
 	"github.com/gosafetensors/safetensors/source"
@@ -116,6 +117,21 @@ func ScanObject(ctx context.Context, loc string, o *source.Object, opts ...Optio
 		return newScanReport(loc).fail(err)
 	}
 	return c.scanObject(ctx, loc, o)
+}
+
+// ScanReader audits size bytes read from r (an upload spooled to disk,
+// bytes in memory) by their content; name names them in the report. An
+// index read this way has no shards beside it: it is checked as itself.
+func ScanReader(ctx context.Context, name string, r io.ReaderAt, size int64, opts ...Option) *ScanReport {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return newScanReport(name).fail(err)
+	}
+	o, err := source.NewObject(name, r, size, nil, nil)
+	if err != nil {
+		return newScanReport(name).fail(err)
+	}
+	return c.scanObject(ctx, name, o)
 }
 
 // scanObject: a safetensors file is validated, and every file

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/gosafetensors/safetensors"
@@ -46,6 +47,10 @@ func cmdContext(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
+// drainOnSignal, set by a command that drains (serve), makes the first
+// SIGINT or SIGTERM only cancel the command's context.
+var drainOnSignal atomic.Bool
+
 // handleSignals makes SIGINT, SIGTERM and SIGHUP (a closed terminal)
 // cancel ctx, remove every temporary output file and exit with 130, 143
 // or 129 like a shell would report.
@@ -58,6 +63,15 @@ func handleSignals(ctx context.Context) (context.Context, func()) {
 		select {
 		case s := <-ch:
 			cancel()
+			if drainOnSignal.Load() {
+				// the command (serve) drains and returns; a second
+				// signal exits at once
+				select {
+				case s = <-ch:
+				case <-done:
+					return
+				}
+			}
 			atomicfile.RemoveTemporary()
 			code := 130
 			switch s {

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gosafetensors/safetensors/serve"
+)
+
+func init() { register(newServeCmd) }
+
+type serveFlags struct {
+	addr, root, tokenFile, spoolDir string
+	insecure, trust                 bool
+	allowLocations, allowAddrs      []string
+	maxUpload                       string
+	maxConcurrent, maxQueued        int
+	auditTimeout, drainTimeout      time.Duration
+	logLevel                        string
+}
+
+func newServeCmd() *cobra.Command {
+	var fl serveFlags
+	def := serve.DefaultLimits()
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the audit service: an HTTP API for scan and inspect, and a model viewer",
+		Long: `Serve answers, over HTTP, what scan --json and inspect --json print:
+
+  POST /v1/scan               the file as the body (?name=NAME names it), or
+  POST /v1/scan?location=LOC  a location (or a JSON body {"location": LOC}):
+                              an array, one scan report per file
+  GET  /v1/inspect?location=LOC   the inspect --json object (POST: an upload)
+  GET  /                      a viewer: tensors grouped by layer, totals,
+                              dtypes, metadata, the scan verdict; uploads
+  GET  /healthz               "ok" (503 "draining" while shutting down)
+  GET  /metrics               Prometheus metrics
+
+It binds 127.0.0.1:8080 by default. With --token-file every endpoint but
+/healthz needs "Authorization: Bearer TOKEN" (the viewer asks for the token
+once and keeps a session cookie). A non-loopback --addr is refused without a
+token unless --insecure.
+
+A location is read only if it matches an --allow-location pattern
+(SCHEME://HOST/PATH, "*" within a segment, "**" across segments, e.g.
+https://huggingface.co/**, hf://my-org/**, s3://uploads/incoming/**), or is
+a path relative to --root (opened inside it: no escape by .. or symbolic
+links). Connections to loopback, link-local (169.254.169.254), private and
+unspecified addresses are refused after DNS resolution and on every
+redirect, unless an --allow-address prefix allows them.
+
+Uploads are spooled to disk (--spool-dir) up to --max-upload; audits run
+--max-concurrent at a time with --max-queued waiting, each within
+--audit-timeout; past that the service answers 503 with Retry-After. Logs
+are JSON lines on stderr and never hold a token. SIGTERM (or Ctrl-C)
+drains: no new connections, audits in flight finish within
+--drain-timeout, exit 0.`,
+		Example: `  safetensors serve --root /srv/models
+  safetensors serve --addr :8080 --token-file /etc/safetensors/token \
+      --allow-location 'hf://**' --allow-location 'https://huggingface.co/**'
+  curl --data-binary @pytorch_model.bin 'http://127.0.0.1:8080/v1/scan?name=pytorch_model.bin'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runServe(cmd, fl) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.addr, "addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
+	f.StringVar(&fl.root, "root", "", "serve local paths relative to `DIR`, and nothing outside it")
+	f.StringVar(&fl.tokenFile, "token-file", "", "require the bearer token in `FILE` (at least 16 characters)")
+	f.BoolVar(&fl.insecure, "insecure", false, "allow a non-loopback --addr without a token")
+	f.StringArrayVar(&fl.allowLocations, "allow-location", nil, "read remote locations matching `PATTERN` (repeatable)")
+	f.StringArrayVar(&fl.allowAddrs, "allow-address", nil, "allow connections to `CIDR` although loopback, private or link-local (repeatable)")
+	f.StringVar(&fl.spoolDir, "spool-dir", os.TempDir(), "spool uploads in `DIR`")
+	f.StringVar(&fl.maxUpload, "max-upload", "8GiB", "largest upload accepted (`SIZE`)")
+	f.IntVar(&fl.maxConcurrent, "max-concurrent", def.MaxConcurrent, "audits running at once")
+	f.IntVar(&fl.maxQueued, "max-queued", def.MaxQueued, "audits waiting for a slot before the service answers 503")
+	f.DurationVar(&fl.auditTimeout, "audit-timeout", def.AuditTimeout, "time one audit may take")
+	f.DurationVar(&fl.drainTimeout, "drain-timeout", def.DrainTimeout, "time SIGTERM waits for audits in flight")
+	f.StringVar(&fl.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, fl serveFlags) error {
+	lim := serve.DefaultLimits()
+	n, err := parseSize(fl.maxUpload)
+	if err != nil || n < 1 {
+		return usageError("--max-upload %q: want a size such as 512MiB", fl.maxUpload)
+	}
+	lim.MaxUploadBytes, lim.MaxConcurrent, lim.MaxQueued = n, fl.maxConcurrent, fl.maxQueued
+	lim.AuditTimeout, lim.DrainTimeout = fl.auditTimeout, fl.drainTimeout
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(fl.logLevel)); err != nil {
+		return usageError("--log-level %q: want debug, info, warn or error", fl.logLevel)
+	}
+	logger := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	opts := []serve.Option{serve.WithLimits(lim), serve.WithLogger(logger), serve.WithSpoolDir(fl.spoolDir),
+		serve.WithAllowLocations(fl.allowLocations...)}
+	if trust, _ := cmd.Flags().GetBool("trust-server"); trust {
+		opts = append(opts, serve.WithTrustUnvalidated(true))
+	}
+	for _, a := range fl.allowAddrs {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(a)
+			if aerr != nil {
+				return usageError("--allow-address %q: want a CIDR prefix such as 10.0.0.0/8", a)
+			}
+			p = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		opts = append(opts, serve.WithAllowAddresses(p))
+	}
+	if fl.root != "" {
+		opts = append(opts, serve.WithRoot(fl.root))
+	}
+	hasToken := fl.tokenFile != ""
+	if hasToken {
+		b, err := os.ReadFile(fl.tokenFile)
+		if err != nil {
+			return usageError("--token-file: %v", err)
+		}
+		opts = append(opts, serve.WithToken(strings.TrimSpace(string(b))))
+	}
+	if !hasToken && !fl.insecure && !loopbackAddr(fl.addr) {
+		return usageError("--addr %s is not a loopback address: give --token-file (or --insecure to serve without authentication)", fl.addr)
+	}
+	srv, err := serve.New(opts...)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer srv.Close()
+	l, err := net.Listen("tcp", fl.addr)
+	if err != nil {
+		return &exitError{Code: exitNoCheck, Err: err}
+	}
+	drainOnSignal.Store(true)
+	defer drainOnSignal.Store(false)
+	fmt.Fprintf(cmd.ErrOrStderr(), "safetensors serve: listening on http://%s/\n", l.Addr())
+	return srv.Serve(cmdContext(cmd), l)
+}
+
+// loopbackAddr reports whether a listen address only accepts connections
+// from this machine: a loopback IP or "localhost" (not an empty host,
+// which is every interface).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}

@@ -1,0 +1,191 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/gosafetensors/safetensors/source"
+)
+
+// ErrForbiddenLocation is the error of a location the service refuses to
+// read: no --allow-location pattern matches it, it is a local path and
+// the service has no root, or it is spelt in a way that could mean two
+// things (credentials in the URL, "..", a fragment).
+var ErrForbiddenLocation = errors.New("serve: location not allowed")
+
+// pattern is one --allow-location pattern: SCHEME://HOST/PATH[?QUERY].
+// The host is a glob (path.Match: "*.example.com"), the path a glob in
+// which "*" matches within one segment and "**" any number of segments,
+// and the query, if the pattern has one, must be given exactly (a bucket
+// URL's endpoint and options); without one the location may have no
+// query unless the pattern ends in "?*".
+type pattern struct {
+	raw, scheme, host, path, query string
+	anyQuery                       bool
+}
+
+func parsePattern(s string) (*pattern, error) {
+	bad := func(why string) (*pattern, error) {
+		return nil, fmt.Errorf("--allow-location %q: %s (want SCHEME://HOST/PATH, e.g. https://huggingface.co/** or s3://uploads/models/**)", s, why)
+	}
+	p := &pattern{raw: s}
+	rest := s
+	if i := strings.LastIndex(rest, "?"); i >= 0 {
+		p.query, rest = rest[i+1:], rest[:i]
+		if p.query == "*" {
+			p.anyQuery, p.query = true, ""
+		}
+	}
+	scheme, after, ok := strings.Cut(rest, "://")
+	if !ok || scheme == "" {
+		return bad("no scheme")
+	}
+	p.scheme = strings.ToLower(scheme)
+	p.host, p.path, _ = strings.Cut(after, "/")
+	p.path = "/" + p.path
+	if p.host == "" {
+		return bad("no host (bucket, organisation)")
+	}
+	if strings.ContainsAny(p.host, "@") {
+		return bad("credentials are not allowed in a pattern")
+	}
+	if _, err := path.Match(p.host, ""); err != nil {
+		return bad("host: " + err.Error())
+	}
+	if p.scheme == "file" {
+		return bad("file:// reads the service's own disk: use --root")
+	}
+	return p, nil
+}
+
+// match reports whether the location (already checked by checkSpelling
+// and parsed) matches.
+func (p *pattern) match(u *url.URL) bool {
+	if strings.ToLower(u.Scheme) != p.scheme {
+		return false
+	}
+	if ok, _ := path.Match(strings.ToLower(p.host), strings.ToLower(u.Host)); !ok {
+		return false
+	}
+	if !p.anyQuery && u.RawQuery != p.query {
+		return false
+	}
+	p2 := u.Path
+	if p2 == "" {
+		p2 = "/"
+	}
+	return globPath(strings.Split(p.path, "/"), strings.Split(p2, "/"))
+}
+
+// globPath matches path segments: "**" any number of them, else
+// path.Match per segment.
+func globPath(pat, segs []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			if len(pat) == 1 {
+				return true
+			}
+			for i := 0; i <= len(segs); i++ {
+				if globPath(pat[1:], segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(segs) == 0
+}
+
+// checkSpelling refuses URLs that could be read two ways: credentials,
+// a fragment, dot segments (raw or percent-encoded) that a server would
+// resolve after the check, backslashes, control characters.
+func checkSpelling(loc string) (*url.URL, error) {
+	bad := func(why string) (*url.URL, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrForbiddenLocation, redactLocation(loc), why)
+	}
+	if strings.ContainsFunc(loc, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return bad("control characters or backslashes")
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return bad("not a URL")
+	}
+	switch {
+	case u.User != nil:
+		return bad("credentials in a URL are not accepted")
+	case u.Fragment != "" || strings.Contains(loc, "#"):
+		return bad("a fragment")
+	case u.Opaque != "":
+		return bad("an opaque URL")
+	}
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		dec, err := url.PathUnescape(seg)
+		if err != nil || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\") {
+			return bad("a path segment that is '.', '..', or an encoded separator")
+		}
+	}
+	return u, nil
+}
+
+// locationPolicy says which locations a request may name.
+type locationPolicy struct {
+	patterns []*pattern
+	root     bool // local paths are allowed (inside the root)
+}
+
+// check returns nil if loc may be read.
+func (lp *locationPolicy) check(loc string) error {
+	if loc == "" {
+		return fmt.Errorf("%w: empty location", ErrForbiddenLocation)
+	}
+	if source.KindOf(loc) == source.LocalPath {
+		switch {
+		case strings.Contains(loc, "://"):
+			return fmt.Errorf("%w: %s: scheme not supported", ErrForbiddenLocation, redactLocation(loc))
+		case !lp.root:
+			return fmt.Errorf("%w: %s: a local path, and the service has no --root", ErrForbiddenLocation, loc)
+		case strings.HasPrefix(loc, "/"):
+			return fmt.Errorf("%w: %s: an absolute path; paths are relative to the root", ErrForbiddenLocation, loc)
+		}
+		return nil // os.Root confines it
+	}
+	u, err := checkSpelling(loc)
+	if err != nil {
+		return err
+	}
+	for _, p := range lp.patterns {
+		if p.match(u) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s matches no --allow-location pattern", ErrForbiddenLocation, redactLocation(loc))
+}
+
+// redactLocation spells a location for logs and errors: no credentials,
+// no query values (signed URLs and bucket options may carry secrets).
+func redactLocation(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme == "" {
+		if i := strings.IndexAny(loc, "?#"); i >= 0 {
+			return loc[:i] + "?…"
+		}
+		return loc
+	}
+	u.User = nil
+	q := u.RawQuery != "" || u.ForceQuery
+	u.RawQuery, u.Fragment, u.ForceQuery = "", "", false
+	if q {
+		return u.String() + "?…"
+	}
+	return u.String()
+}

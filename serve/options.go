@@ -1,0 +1,207 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/torch"
+)
+
+// ErrOption is wrapped by the error New returns for an invalid option. It
+// is safetensors.ErrOption, the sentinel every package of the module
+// wraps.
+var ErrOption = safetensors.ErrOption
+
+// Limits bound what one request and the whole service may cost. Start from
+// [DefaultLimits] and change what you need; every field must be positive.
+type Limits struct {
+	MaxUploadBytes   int64         // an uploaded file (413 past it)
+	MaxJSONBodyBytes int64         // a JSON request body
+	MaxConcurrent    int           // audits running at once
+	MaxQueued        int           // audits waiting for a slot; past that, 503 with Retry-After
+	AuditTimeout     time.Duration // one audit, from admission to the last report
+	// Scan bounds the work and memory of the checkpoint scanner on one
+	// file (the pickle machine's caps).
+	Scan torch.Limits
+	// ReadHeaderTimeout bounds how long a client may take to send its
+	// request headers (slowloris).
+	ReadHeaderTimeout time.Duration
+	// BodyIdleTimeout bounds a pause in an upload, and MinUploadRate
+	// (bytes per second, averaged after the first BodyIdleTimeout) its
+	// pace: a client that trickles a body is cut off.
+	BodyIdleTimeout time.Duration
+	MinUploadRate   int64
+	// WriteIdleTimeout bounds how long a client may leave a response
+	// unread.
+	WriteIdleTimeout time.Duration
+	IdleTimeout      time.Duration // a keep-alive connection without a request
+	MaxHeaderBytes   int
+	// DrainTimeout bounds how long a SIGTERM waits for audits in flight.
+	DrainTimeout time.Duration
+}
+
+// DefaultLimits returns the limits New uses without [WithLimits].
+func DefaultLimits() Limits {
+	return Limits{
+		MaxUploadBytes:    8 << 30,
+		MaxJSONBodyBytes:  64 << 10,
+		MaxConcurrent:     4,
+		MaxQueued:         32,
+		AuditTimeout:      5 * time.Minute,
+		Scan:              torch.DefaultLimits(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BodyIdleTimeout:   30 * time.Second,
+		MinUploadRate:     64 << 10,
+		WriteIdleTimeout:  30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		DrainTimeout:      30 * time.Second,
+	}
+}
+
+func (l *Limits) validate() error {
+	var errs []error
+	for name, v := range map[string]int64{
+		"MaxUploadBytes": l.MaxUploadBytes, "MaxJSONBodyBytes": l.MaxJSONBodyBytes,
+		"MaxConcurrent": int64(l.MaxConcurrent), "MaxQueued": int64(l.MaxQueued),
+		"AuditTimeout": int64(l.AuditTimeout), "ReadHeaderTimeout": int64(l.ReadHeaderTimeout),
+		"BodyIdleTimeout": int64(l.BodyIdleTimeout), "MinUploadRate": l.MinUploadRate,
+		"WriteIdleTimeout": int64(l.WriteIdleTimeout), "IdleTimeout": int64(l.IdleTimeout),
+		"MaxHeaderBytes": int64(l.MaxHeaderBytes), "DrainTimeout": int64(l.DrainTimeout),
+	} {
+		if v < 1 {
+			errs = append(errs, fmt.Errorf("limit %s is %d, want at least 1", name, v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Option configures New. An invalid value makes New fail with an error
+// wrapping [ErrOption].
+type Option func(*config) error
+
+type config struct {
+	root      string
+	token     string
+	hasToken  bool
+	patterns  []*pattern
+	allow     []netip.Prefix
+	limits    Limits
+	logger    *slog.Logger
+	spoolDir  string
+	hfToken   *string
+	hfEnd     string
+	trustHTTP bool
+}
+
+// WithRoot allows local paths, relative to dir and confined to it
+// (os.Root: neither ".." nor a symbolic link leads out).
+func WithRoot(dir string) Option {
+	return func(c *config) error {
+		st, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("root %s is not a directory", dir)
+		}
+		c.root = dir
+		return nil
+	}
+}
+
+// WithToken requires Authorization: Bearer TOKEN on every endpoint but
+// /healthz. The token must be at least 16 characters.
+func WithToken(token string) Option {
+	return func(c *config) error {
+		if len(token) < 16 || strings.ContainsAny(token, " \t\r\n") {
+			return errors.New("the token must be at least 16 characters without white space")
+		}
+		c.token, c.hasToken = token, true
+		return nil
+	}
+}
+
+// WithAllowLocations allows remote locations matching any of the patterns
+// (SCHEME://HOST/PATH with globs: see the documentation); without any,
+// only uploads and paths under the root are audited.
+func WithAllowLocations(patterns ...string) Option {
+	return func(c *config) error {
+		for _, s := range patterns {
+			p, err := parsePattern(s)
+			if err != nil {
+				return err
+			}
+			c.patterns = append(c.patterns, p)
+		}
+		return nil
+	}
+}
+
+// WithAllowAddresses lets the service connect to addresses in the given
+// prefixes although they are loopback, private or link-local (a model
+// mirror on the internal network, a test server on 127.0.0.1).
+func WithAllowAddresses(prefixes ...netip.Prefix) Option {
+	return func(c *config) error {
+		for _, p := range prefixes {
+			if !p.IsValid() {
+				return fmt.Errorf("invalid address prefix %v", p)
+			}
+		}
+		c.allow = append(c.allow, prefixes...)
+		return nil
+	}
+}
+
+// WithLimits replaces [DefaultLimits].
+func WithLimits(l Limits) Option {
+	return func(c *config) error {
+		if err := l.validate(); err != nil {
+			return err
+		}
+		c.limits = l
+		return nil
+	}
+}
+
+// WithLogger sets the structured logger (default: JSON lines on stderr).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("WithLogger(nil)")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithSpoolDir sets where uploads are spooled (default os.TempDir()).
+func WithSpoolDir(dir string) Option {
+	return func(c *config) error {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("spool directory %s: not a directory (%v)", dir, err)
+		}
+		c.spoolDir = dir
+		return nil
+	}
+}
+
+// WithHub sets the Hugging Face Hub endpoint and token for hf://
+// locations (default HF_ENDPOINT and the usual token sources). The token
+// is sent to the endpoint only, never shown.
+func WithHub(endpoint, token string) Option {
+	return func(c *config) error { c.hfEnd, c.hfToken = endpoint, &token; return nil }
+}
+
+// WithTrustUnvalidated lets remote reads that need more than one request
+// go on against servers that pin nothing (no strong ETag), as the CLI's
+// --trust-server does.
+func WithTrustUnvalidated(trust bool) Option {
+	return func(c *config) error { c.trustHTTP = trust; return nil }
+}

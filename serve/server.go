@@ -1,0 +1,229 @@
+// Package serve is the HTTP audit service of `safetensors serve`: POST a
+// file (or name a location) to /v1/scan and get what `safetensors scan
+// --json` prints for it, GET /v1/inspect for what `inspect --json`
+// prints, a viewer page at / that shows a model like the Hugging Face
+// Hub's, /healthz and Prometheus /metrics.
+//
+// Every input is hostile. The service authenticates (a bearer token),
+// reads only the locations its operator allowed (--allow-location
+// patterns; local paths only inside a root, through os.Root), never
+// connects to loopback, link-local (the cloud metadata address), private
+// or unspecified addresses unless allowed explicitly (checked on the
+// address actually dialled, after DNS resolution, on every redirect),
+// bounds uploads, concurrent audits, time, memory and slow clients, answers
+// 503 with Retry-After when full, never logs or returns a token, and drains
+// on shutdown. The verdicts are the audit package's, the same as the CLI's.
+package serve
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/gosafetensors/safetensors/audit"
+	"github.com/gosafetensors/safetensors/remote"
+	"github.com/gosafetensors/safetensors/source"
+	"github.com/gosafetensors/safetensors/torch"
+)
+
+// Server is the audit service. Make one with [New]; serve it with
+// [Server.Serve] or mount [Server.Handler].
+type Server struct {
+	cfg       config
+	root      *os.Root
+	locs      locationPolicy
+	addrs     *addrPolicy
+	hub       *remote.Hub
+	srcOpts   []source.Option
+	auditOpts []audit.Option
+	m         *metrics
+	log       *slog.Logger
+	handler   http.Handler
+
+	admit    chan struct{} // admitted audits: running or waiting
+	run      chan struct{} // running audits
+	draining atomic.Bool
+
+	tokenSum   [32]byte // SHA-256 of the token, compared in constant time
+	sessionSum [32]byte // SHA-256 of the viewer's session cookie value
+	session    string   // the cookie value: HMAC of the token, not the token
+}
+
+// New makes a server. Without [WithToken] every endpoint is open; the
+// caller (the CLI) refuses to bind a non-loopback address then.
+func New(opts ...Option) (*Server, error) {
+	c := config{limits: DefaultLimits(), spoolDir: os.TempDir()}
+	var errs []error
+	for _, o := range opts {
+		if o == nil {
+			errs = append(errs, errors.New("nil Option"))
+			continue
+		}
+		if err := o(&c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("serve: %w: %w", ErrOption, err)
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	s := &Server{cfg: c, log: c.logger, m: newMetrics(), addrs: &addrPolicy{allow: c.allow}}
+	s.locs = locationPolicy{patterns: c.patterns, root: c.root != ""}
+	s.admit = make(chan struct{}, c.limits.MaxConcurrent+c.limits.MaxQueued)
+	s.run = make(chan struct{}, c.limits.MaxConcurrent)
+	if c.hasToken {
+		s.tokenSum = sha256.Sum256([]byte(c.token))
+		mac := hmac.New(sha256.New, []byte(c.token))
+		mac.Write([]byte("safetensors serve viewer session"))
+		s.session = fmt.Sprintf("%x", mac.Sum(nil))
+		s.sessionSum = sha256.Sum256([]byte(s.session))
+	}
+
+	remoteBytes := s.m.bytesRead.WithLabelValues("remote")
+	client := s.addrs.client(func(n int) { remoteBytes.Add(float64(n)) })
+	ropts := []remote.Option{remote.WithClient(client), remote.WithTrustUnvalidated(c.trustHTTP)}
+	hopts := append([]remote.Option{}, ropts...)
+	if c.hfEnd != "" {
+		hopts = append(hopts, remote.WithEndpoint(c.hfEnd))
+	}
+	if c.hfToken != nil {
+		hopts = append(hopts, remote.WithToken(*c.hfToken))
+	}
+	hub, err := remote.NewHub(hopts...)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	s.hub = hub
+	s.srcOpts = []source.Option{source.WithRemote(ropts...), source.WithHub(hub)}
+	localBytes := s.m.bytesRead.WithLabelValues("local")
+	s.auditOpts = []audit.Option{
+		audit.WithSource(s.srcOpts...),
+		audit.WithTorch(torch.WithLimits(c.limits.Scan)),
+		audit.WithReadCounter(func(n int) { localBytes.Add(float64(n)) }),
+	}
+	if c.root != "" {
+		r, err := os.OpenRoot(c.root)
+		if err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		s.root = r
+		s.auditOpts = append(s.auditOpts, audit.WithRoot(r))
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the service's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close releases the root.
+func (s *Server) Close() error {
+	if s.root != nil {
+		return s.root.Close()
+	}
+	return nil
+}
+
+// Serve answers requests on l until ctx is done, then drains: it stops
+// accepting, lets the requests in flight finish for up to
+// Limits.DrainTimeout, then closes what is left. It returns nil after a
+// drain, whether or not everything finished in time (what did not is
+// logged).
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	lim := s.cfg.limits
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	s.log.Info("serving", "addr", l.Addr().String(), "auth", s.cfg.hasToken, "root", s.cfg.root != "", "allow_locations", len(s.cfg.patterns))
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.log.Info("draining", "timeout", lim.DrainTimeout.String(), "audits_in_flight", len(s.run))
+	dctx, cancel := context.WithTimeout(context.Background(), lim.DrainTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := hs.Shutdown(dctx); err != nil {
+		s.log.Warn("drain timed out: closing the connections left", "after", time.Since(start).String(), "audits_in_flight", len(s.run))
+		cancelBase() // audits still running see their context end
+		hs.Close()
+	} else {
+		s.log.Info("drained", "after", time.Since(start).String())
+	}
+	<-errc
+	return nil
+}
+
+// authorized reports whether r carries the token: Authorization: Bearer,
+// or the viewer's session cookie (set by POST /login). Both compare
+// digests in constant time.
+func (s *Server) authorized(r *http.Request) (ok, byCookie bool) {
+	if !s.cfg.hasToken {
+		return true, false
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		const prefix = "Bearer "
+		if len(h) > len(prefix) && subtle.ConstantTimeCompare([]byte(h[:len(prefix)]), []byte(prefix)) == 1 {
+			sum := sha256.Sum256([]byte(h[len(prefix):]))
+			return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1, false
+		}
+		return false, false
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		sum := sha256.Sum256([]byte(c.Value))
+		return subtle.ConstantTimeCompare(sum[:], s.sessionSum[:]) == 1, true
+	}
+	return false, false
+}
+
+const sessionCookie = "safetensors_session"
+
+// acquire admits one audit: it answers 503 at once when the queue is
+// full, else waits for a running slot (or the request's end). release
+// must be called when the audit is done.
+func (s *Server) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case s.admit <- struct{}{}:
+	default:
+		return nil, errOverload
+	}
+	s.m.queued.Inc()
+	select {
+	case s.run <- struct{}{}:
+		s.m.queued.Dec()
+	case <-ctx.Done():
+		s.m.queued.Dec()
+		<-s.admit
+		return nil, ctx.Err()
+	}
+	s.m.inFlight.Inc()
+	return func() {
+		s.m.inFlight.Dec()
+		<-s.run
+		<-s.admit
+	}, nil
+}
+
+var errOverload = errors.New("the service is at capacity: retry later")
