@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -82,7 +83,13 @@ func (fsys rootFS) walk(name string, fn fs.WalkDirFunc) error {
 // object opens a regular file inside the root; its siblings (an index's
 // shards) are opened inside the root too.
 func (fsys rootFS) object(ctx context.Context, name string, c *config) (*source.Object, error) {
-	ioErr := func(err error) error { return &source.IOError{Location: name, Op: "open", Err: err} }
+	ioErr := func(err error) error {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Op == "openat" {
+			pe.Op = "open" // as os.Open says it, so messages do not depend on the root
+		}
+		return &source.IOError{Location: name, Op: "open", Err: err}
+	}
 	rel, err := fsys.rel(name)
 	if err != nil {
 		return nil, ioErr(err)

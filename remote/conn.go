@@ -144,10 +144,13 @@ func (c *conn) backoff(attempt int) time.Duration {
 }
 
 // transient reports whether err is worth another attempt: network failures,
-// truncated bodies, timeouts, stalls, 429 and most 5xx.
+// truncated bodies, timeouts, stalls, 429 and most 5xx. An error that says
+// it is permanent (a method Permanent() bool, such as a dial a client's
+// address policy refused) is not retried.
 func transient(err error) bool {
 	var p permanent
-	if errors.As(err, &p) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrObjectChanged) {
+	var says interface{ Permanent() bool }
+	if errors.As(err, &p) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrObjectChanged) || errors.As(err, &says) && says.Permanent() {
 		return false
 	}
 	var se *StatusError

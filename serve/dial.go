@@ -88,10 +88,22 @@ func (p *addrPolicy) check(ip netip.Addr) error {
 		}
 	}
 	if why != "" {
-		return fmt.Errorf("%w: %s is %s", ErrForbiddenAddress, ip, why)
+		return &addressError{ip: ip, why: why}
 	}
 	return nil
 }
+
+// addressError is a refused address: permanent, never retried.
+type addressError struct {
+	ip  netip.Addr
+	why string
+}
+
+func (e *addressError) Error() string {
+	return fmt.Sprintf("%v: %s is %s", ErrForbiddenAddress, e.ip, e.why)
+}
+func (e *addressError) Unwrap() error   { return ErrForbiddenAddress }
+func (e *addressError) Permanent() bool { return true }
 
 // control runs after DNS resolution, on the address actually dialled,
 // for every connection (redirects and retries included): a hostname that
@@ -100,7 +112,7 @@ func (p *addrPolicy) check(ip netip.Addr) error {
 func (p *addrPolicy) control(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: cannot parse %q: %v", ErrForbiddenAddress, address, err)
+		return &addressError{why: fmt.Sprintf("not an IP address (%q: %v)", address, err)}
 	}
 	return p.check(ap.Addr())
 }

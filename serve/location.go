@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -128,6 +129,9 @@ func checkSpelling(loc string) (*url.URL, error) {
 	case u.Opaque != "":
 		return bad("an opaque URL")
 	}
+	if numericHost(u.Hostname()) {
+		return bad("an IP address spelt other than in canonical form (decimal, octal, hex or shortened forms mean different hosts to different resolvers)")
+	}
 	for _, seg := range strings.Split(u.EscapedPath(), "/") {
 		dec, err := url.PathUnescape(seg)
 		if err != nil || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\") {
@@ -135,6 +139,25 @@ func checkSpelling(loc string) (*url.URL, error) {
 		}
 	}
 	return u, nil
+}
+
+// numericHost reports a host whose last label is a number (decimal, or
+// hex with 0x) without being a canonical IP address: 2130706433,
+// 0177.0.0.1, 0x7f.1, 127.1. No domain name ends in a number; resolvers
+// that take such spellings as addresses read them in different ways.
+func numericHost(host string) bool {
+	if host == "" {
+		return false
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.Zone() != "" // a scoped IPv6 address names an interface
+	}
+	labels := strings.Split(strings.TrimSuffix(host, "."), ".")
+	last := strings.ToLower(labels[len(labels)-1])
+	if strings.HasPrefix(last, "0x") {
+		return true
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
 }
 
 // locationPolicy says which locations a request may name.

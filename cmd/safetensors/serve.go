@@ -18,7 +18,7 @@ func init() { register(newServeCmd) }
 
 type serveFlags struct {
 	addr, root, tokenFile, spoolDir string
-	insecure, trust                 bool
+	insecure                        bool
 	allowLocations, allowAddrs      []string
 	maxUpload                       string
 	maxConcurrent, maxQueued        int
