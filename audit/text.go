@@ -2,7 +2,6 @@ package audit
 
 import (
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -21,22 +20,4 @@ func display(s string) string {
 		}
 	}
 	return s
-}
-
-// groupDigits writes n with thousands separators: 137,022,464.
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }

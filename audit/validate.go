@@ -10,6 +10,7 @@ import (
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/sniff"
+	"github.com/gosafetensors/safetensors/internal/units"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/stats"
 )
@@ -265,7 +266,7 @@ func (c *config) readAllData(src safetensors.Source, file string, total int64) (
 		}
 		if nan > 0 || inf > 0 {
 			warns = append(warns, fmt.Sprintf("tensor %s: %s NaN and %s infinite of %s values",
-				display(t.Name), groupDigits(nan), groupDigits(inf), groupDigits(t.NumElements())))
+				display(t.Name), units.Digits(nan), units.Digits(inf), units.Digits(t.NumElements())))
 		}
 	}
 	return warns, nil

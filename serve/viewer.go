@@ -198,7 +198,7 @@ func pageModelOf(rep *inspect.Report, tensors []safetensors.TensorInfo) *pageMod
 		Params:   units.Count(rep.TotalParameters),
 		Size:     units.Bytes(rep.FileSize),
 		Format:   rep.Format,
-		Tensors:  groupDigits(int64(rep.TensorCount)),
+		Tensors:  units.Digits(int64(rep.TensorCount)),
 		Warnings: rep.Warnings,
 	}
 	type dt struct {
@@ -240,7 +240,7 @@ func pageModelOf(rep *inspect.Report, tensors []safetensors.TensorInfo) *pageMod
 		pm.Rows = append(pm.Rows, pr)
 	}
 	for _, sh := range rep.Shards {
-		pm.Shards = append(pm.Shards, pageShard{sh.Name, groupDigits(int64(sh.Tensors)), units.Count(sh.Parameters), units.Bytes(sh.Bytes)})
+		pm.Shards = append(pm.Shards, pageShard{sh.Name, units.Digits(int64(sh.Tensors)), units.Count(sh.Parameters), units.Bytes(sh.Bytes)})
 	}
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range rep.Metadata {
@@ -266,19 +266,7 @@ func plural(n int64, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
-	return groupDigits(n) + " " + noun + "s"
-}
-
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return units.Digits(n) + " " + noun + "s"
 }
 
 // static serves the embedded style sheet.
