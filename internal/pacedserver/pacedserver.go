@@ -25,14 +25,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // Config sets the server's limits.
 type Config struct {
 	// Rate caps each connection's bytes per second (headers included);
-	// 0 means no cap.
+	// 0 means no cap. It is kept over each response: by any time t after
+	// a response starts (after the latency), at most Rate × t of it has
+	// been written. A write that wakes up late (a busy machine) may catch
+	// up within its response, never beyond; idle time between responses
+	// earns nothing.
 	Rate float64
 	// Latency is added before every response, after the request is read.
 	Latency time.Duration
@@ -115,6 +117,9 @@ func Start(cfg Config, files map[string]File) (*Server, error) {
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
 	s.timer = time.AfterFunc(cfg.Lifetime, func() { s.Close() })
 	go s.srv.Serve(s.ln)
@@ -193,6 +198,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if pc, ok := r.Context().Value(connKey{}).(*pacedConn); ok {
+		pc.startResponse()
+	}
 	w.Header().Set("ETag", f.ETag)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	content := &countingReader{r: f.Content, s: s, name: path}
@@ -238,6 +246,8 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+type connKey struct{}
+
 // pacedListener wraps accepted connections with the rate cap.
 type pacedListener struct {
 	net.Listener
@@ -250,32 +260,46 @@ func (l *pacedListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.s.stats.conns.Add(1)
-	pc := &pacedConn{Conn: c, s: l.s}
-	if l.s.cfg.Rate > 0 {
-		// A burst of 64 KiB: enough for a write of the TCP stack's
-		// size, small enough that the cap holds at every scale that
-		// matters (a 40 MB/s connection bursts for 1.6 ms).
-		pc.lim = rate.NewLimiter(rate.Limit(l.s.cfg.Rate), burst)
-	}
+	pc := &pacedConn{Conn: c, s: l.s, rate: l.s.cfg.Rate, now: time.Now, sleep: time.Sleep}
+	pc.startResponse()
 	return pc, nil
 }
 
-const burst = 64 << 10
+// piece is how much a paced connection writes at a time: the cap holds
+// to within one piece (1.6 ms at 40 MB/s).
+const piece = 64 << 10
 
-// pacedConn is a connection whose writes are held to the rate.
+// pacedConn is a connection whose writes are held to the rate, counted
+// from the start of the response being written (HTTP/1.1 answers one
+// request at a time on a connection).
 type pacedConn struct {
 	net.Conn
-	s   *Server
-	lim *rate.Limiter
+	s     *Server
+	rate  float64
+	now   func() time.Time
+	sleep func(time.Duration)
+	mu    sync.Mutex
+	start time.Time
+	sent  int64 // bytes written since start
+}
+
+func (c *pacedConn) startResponse() {
+	c.mu.Lock()
+	c.start, c.sent = c.now(), 0
+	c.mu.Unlock()
 }
 
 func (c *pacedConn) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
-		n := min(len(p), burst)
-		if c.lim != nil {
-			if err := c.lim.WaitN(context.Background(), n); err != nil {
-				return written, err
+		n := min(len(p), piece)
+		if c.rate > 0 {
+			c.mu.Lock()
+			c.sent += int64(n)
+			due := c.start.Add(time.Duration(float64(c.sent) / c.rate * float64(time.Second)))
+			c.mu.Unlock()
+			if d := due.Sub(c.now()); d > 0 {
+				c.sleep(d)
 			}
 		}
 		m, err := c.Conn.Write(p[:n])

@@ -3,6 +3,7 @@ package pacedserver
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -126,5 +127,45 @@ func TestGeneratedDiffers(t *testing.T) {
 	}
 	if n, err := a.ReadAt(make([]byte, 10), a.Size-5); n != 5 || err != io.EOF {
 		t.Fatalf("read past the end: %d %v", n, err)
+	}
+}
+
+// fakeConn discards writes.
+type fakeConn struct{ net.Conn }
+
+func (fakeConn) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestPacing runs a paced connection on a virtual clock: a response is
+// never written faster than the rate from its start, lateness is caught up
+// within a response, and idle time between responses earns nothing.
+func TestPacing(t *testing.T) {
+	var clock time.Time
+	var slept time.Duration
+	c := &pacedConn{Conn: fakeConn{}, s: &Server{}, rate: 1e6,
+		now:   func() time.Time { return clock },
+		sleep: func(d time.Duration) { clock = clock.Add(d); slept += d }}
+	c.startResponse()
+	if _, err := c.Write(make([]byte, 1e6)); err != nil {
+		t.Fatal(err)
+	}
+	if clock.Sub(time.Time{}) < time.Second || clock.Sub(time.Time{}) > time.Second+time.Millisecond {
+		t.Fatalf("1 MB at 1 MB/s took %v of virtual time", clock.Sub(time.Time{}))
+	}
+	// Idle for a second, then a new response: paced from its own start.
+	clock = clock.Add(time.Second)
+	start := clock
+	c.startResponse()
+	c.Write(make([]byte, 5e5))
+	if d := clock.Sub(start); d < 500*time.Millisecond {
+		t.Fatalf("a response after idle time went at %v per 0.5 MB", d)
+	}
+	// A late wake-up (the machine was busy for 0.3 s) is caught up.
+	start = clock
+	c.startResponse()
+	clock = clock.Add(300 * time.Millisecond)
+	slept = 0
+	c.Write(make([]byte, 5e5))
+	if d := clock.Sub(start); d < 500*time.Millisecond || d > 501*time.Millisecond || slept > 201*time.Millisecond {
+		t.Fatalf("after a 0.3 s stall, 0.5 MB took %v (slept %v)", d, slept)
 	}
 }
