@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/compressed"
 	"github.com/gosafetensors/safetensors/internal/pacedserver"
 	"github.com/gosafetensors/safetensors/load"
 	"github.com/gosafetensors/safetensors/remote"
@@ -386,5 +389,87 @@ func TestLoadBucket(t *testing.T) {
 	}
 	for _, g := range got {
 		expectPart(t, ref, g)
+	}
+}
+
+// TestLoadRetries: a server that answers every third range request with a
+// 503 is read whole, each failed request retried by the reader.
+func TestLoadRetries(t *testing.T) {
+	files, err := small.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	srv, err := pacedserver.Start(pacedserver.Config{Fault: func(r *http.Request) int {
+		if r.Header.Get("Range") != "" && n.Add(1)%3 == 0 {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	}}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	u := srv.URL + "/model.safetensors.index.json"
+	l, err := load.Open(context.Background(), u, load.WithChunkSize(256<<10),
+		load.WithSourceOptions(source.WithRemote(remote.WithBackoff(time.Millisecond, 5*time.Millisecond))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, st := collect(t, l)
+	if st.Retries == 0 || st.Requests < st.Chunks+st.Retries {
+		t.Fatalf("stats %+v: want retries", st)
+	}
+	ref := map[string]*safetensors.Tensor{}
+	for name, f := range files {
+		if g, ok := f.Content.(*pacedserver.Generated); ok {
+			r, err := safetensors.NewReader(g, g.Size, safetensors.WithName(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for tt, err := range r.All() {
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := tt.Copy()
+				ref[tt.Name] = safetensors.NewTensorBytes(tt.TensorInfo, b, name)
+			}
+		}
+	}
+	if len(got) != len(ref) {
+		t.Fatalf("%d tensors, want %d", len(got), len(ref))
+	}
+	for _, g := range got {
+		expectPart(t, ref, g)
+	}
+}
+
+// TestLoadOtherSources: PyTorch checkpoints (strided views included) and
+// compressed files load like safetensors files, byte for byte what the
+// opener's tensors hold.
+func TestLoadOtherSources(t *testing.T) {
+	locs := []string{"../testdata/torch/tiny_transformer.bin", "../testdata/torch/shared_views.pt", "../testdata/torch/tiny_transformer_legacy.bin"}
+	// A seekable zstd file of a small model, in frames of 64 KiB.
+	dir := writeModel(t, pacedserver.ModelSpec{Hidden: 64, Intermediate: 128, Layers: 1, Vocab: 100, Shards: 1})
+	zst := filepath.Join(t.TempDir(), "model.safetensors.zst")
+	if _, err := compressed.CompressFile(context.Background(), filepath.Join(dir, "model.safetensors"), zst, compressed.WithFrameSize(64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	locs = append(locs, zst)
+	for _, loc := range locs {
+		ref := reference(t, loc)
+		l, err := load.Open(context.Background(), loc, load.WithConcurrency(3), load.WithChunkSize(4<<10))
+		if err != nil {
+			t.Fatalf("%s: %v", loc, err)
+		}
+		got, _ := collect(t, l)
+		l.Close()
+		if len(got) != len(ref) || len(got) == 0 {
+			t.Fatalf("%s: %d tensors, want %d", loc, len(got), len(ref))
+		}
+		for _, g := range got {
+			expectPart(t, ref, g)
+		}
 	}
 }

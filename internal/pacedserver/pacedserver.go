@@ -50,6 +50,10 @@ type Config struct {
 	// /REPO/resolve/REV/FILE serves them with X-Repo-Commit, so that
 	// hf://REPO reads them through a Hub whose endpoint is the server.
 	Repo, Commit string
+	// Fault, if set, sees every file request first; a non-zero status it
+	// returns is the answer instead of the file (a 503 to be retried, a
+	// 404), sent after the latency.
+	Fault func(r *http.Request) int
 }
 
 // DefaultLifetime is Config.Lifetime's default.
@@ -200,6 +204,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if pc, ok := r.Context().Value(connKey{}).(*pacedConn); ok {
 		pc.startResponse()
+	}
+	if s.cfg.Fault != nil {
+		if code := s.cfg.Fault(r); code != 0 {
+			http.Error(w, http.StatusText(code), code)
+			return
+		}
 	}
 	w.Header().Set("ETag", f.ETag)
 	w.Header().Set("Content-Type", "application/octet-stream")
