@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gosafetensors/safetensors"
@@ -753,8 +755,18 @@ func TestVerifyCatchesDifferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := verify(good, r, p.sources, true); err != nil {
+	if err := verify(good, r, p.sources, true, nil); err != nil {
 		t.Fatalf("untouched file: %v", err)
+	}
+	// the hashes of what was copied (WithVerifyFromCopy)
+	copied := &copySums{seed: maphash.MakeSeed(), sums: map[string]uint64{}}
+	for _, ti := range good.Tensors {
+		tn, _ := good.Tensor(ti.Name)
+		data, _ := tn.Copy()
+		copied.sums[ti.Name] = maphash.Bytes(copied.seed, data)
+	}
+	if err := verify(good, r, p.sources, true, copied); err != nil {
+		t.Fatalf("untouched file, from the copy: %v", err)
 	}
 	victim := good.Tensors[len(good.Tensors)-1]
 	b[good.DataOffset()+victim.DataOffsets[0]+1] ^= 0xff
@@ -762,8 +774,63 @@ func TestVerifyCatchesDifferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = verify(bad, r, p.sources, false)
+	err = verify(bad, r, p.sources, false, nil)
 	if !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), victim.Name) || !strings.Contains(err.Error(), "byte 1 differs") {
 		t.Fatalf("tampered file: %v", err)
 	}
+	err = verify(bad, r, p.sources, false, copied)
+	if !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), victim.Name) || !strings.Contains(err.Error(), "differs from the bytes copied into it") {
+		t.Fatalf("tampered file, from the copy: %v", err)
+	}
+}
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r io.ReaderAt
+	n atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestVerifyFromCopyReadsOnce: a verified conversion reads every stored
+// byte of the checkpoint twice, once to copy and once to compare; with
+// WithVerifyFromCopy (what the CLI uses for remote checkpoints), once.
+func TestVerifyFromCopyReadsOnce(t *testing.T) {
+	in := "../testdata/torch/tiny_transformer.bin"
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	var read [2]int64
+	for i, fromCopy := range []bool{false, true} {
+		cr := &countingReaderAt{r: f}
+		c, err := torch.NewReader(cr, st.Size(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened := cr.n.Load()
+		p, err := NewPlan(c, WithVerifyFromCopy(fromCopy), WithDigests(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "out.safetensors")
+		r, err := p.Write(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read[i] = cr.n.Load() - opened
+		if !r.Verified || r.Tensors[0].SHA256 == "" {
+			t.Fatalf("from copy %v: verified %v, digest %q", fromCopy, r.Verified, r.Tensors[0].SHA256)
+		}
+	}
+	if read[1]*2 > read[0]+read[0]/10 || read[1] == 0 {
+		t.Fatalf("bytes read from the checkpoint: %d verifying by a second read, %d from the copy", read[0], read[1])
+	}
+	t.Logf("bytes read from the checkpoint: %d verifying by a second read, %d from the copy", read[0], read[1])
 }

@@ -35,6 +35,7 @@ type options struct {
 	prefer, discard []string
 	keepAliases     bool
 	verify          bool
+	verifyFromCopy  bool
 	digests         bool
 	overwrite       bool
 	progress        func(written, total int64)
@@ -129,6 +130,15 @@ func WithKeepAliases(yes bool) Option {
 // for byte with a fresh read of its source view.
 func WithVerify(yes bool) Option {
 	return func(o *options) error { o.verify = yes; return nil }
+}
+
+// WithVerifyFromCopy makes verification compare each output tensor, read
+// back in full, with a hash of the bytes copied into it (maphash, under a
+// seed of the conversion's) instead of a second read of its source view
+// (default false): for a checkpoint that is expensive to read twice, a
+// remote one above all, where the second read is a second download.
+func WithVerifyFromCopy(yes bool) Option {
+	return func(o *options) error { o.verifyFromCopy = yes; return nil }
 }
 
 // WithDigests records each output tensor's SHA-256 in the report

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/maphash"
 	"io"
 	"os"
 	"runtime"
@@ -113,15 +114,26 @@ func (p *Plan) write(out string) (*Report, error) {
 		return nil, err
 	}
 	prog := &progress{fn: p.opt.progress, total: r.Bytes}
+	var copied *copySums
+	if p.opt.verify && p.opt.verifyFromCopy {
+		copied = &copySums{seed: maphash.MakeSeed(), sums: make(map[string]uint64, len(r.Tensors))}
+	}
 	for _, ti := range fw.Tensors() {
 		src := &countingSource{t: p.sources[ti.Name], prog: prog}
+		if copied != nil {
+			src.h = &maphash.Hash{}
+			src.h.SetSeed(copied.seed)
+		}
 		if err := fw.WriteTensorFrom(ti.Name, src); err != nil {
 			fw.Abort()
 			return nil, err
 		}
+		if copied != nil {
+			copied.sums[ti.Name] = src.h.Sum64()
+		}
 	}
 	if p.opt.verify {
-		err = fw.CloseVerified(func(f *safetensors.Reader) error { return verify(f, r, p.sources, p.opt.digests) })
+		err = fw.CloseVerified(func(f *safetensors.Reader) error { return verify(f, r, p.sources, p.opt.digests, copied) })
 	} else {
 		err = fw.Close()
 	}
@@ -133,25 +145,38 @@ func (p *Plan) write(out string) (*Report, error) {
 	return r, nil
 }
 
-// countingSource is a tensor as an io.WriterTo that reports progress.
+// countingSource is a tensor as an io.WriterTo that reports progress, and
+// hashes what it writes when h is set.
 type countingSource struct {
 	t    *torch.Tensor
 	prog *progress
+	h    *maphash.Hash
 }
 
 func (s *countingSource) WriteTo(w io.Writer) (int64, error) {
-	return s.t.WriteTo(&countingWriter{w: w, prog: s.prog})
+	return s.t.WriteTo(&countingWriter{w: w, prog: s.prog, h: s.h})
 }
 
 type countingWriter struct {
 	w    io.Writer
 	prog *progress
+	h    *maphash.Hash
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
+	if c.h != nil {
+		c.h.Write(p[:n])
+	}
 	c.prog.add(n)
 	return n, err
+}
+
+// copySums are the hashes of the bytes copied into each output tensor
+// (WithVerifyFromCopy), under a seed of this conversion's.
+type copySums struct {
+	seed maphash.Seed
+	sums map[string]uint64
 }
 
 type progress struct {
@@ -174,10 +199,11 @@ func (p *progress) add(n int) {
 // verify checks the written file against the sources: the tensor count,
 // the metadata, and for every tensor its dtype, its shape and its bytes,
 // compared one for one with a fresh read of the source view (stronger than
-// comparing digests, and far cheaper than hashing both sides). With
-// digests, each output tensor's SHA-256 goes into the report. Tensors are
-// checked in parallel.
-func verify(f *safetensors.Reader, r *Report, sources map[string]*torch.Tensor, digests bool) error {
+// comparing digests, and far cheaper than hashing both sides), or, with
+// copied, hashed and compared with the hash of the bytes copied into it.
+// With digests, each output tensor's SHA-256 goes into the report. Tensors
+// are checked in parallel.
+func verify(f *safetensors.Reader, r *Report, sources map[string]*torch.Tensor, digests bool, copied *copySums) error {
 	if f.Len() != len(r.Tensors) {
 		return fmt.Errorf("%w: the output holds %d tensors, %d were written", ErrVerify, f.Len(), len(r.Tensors))
 	}
@@ -194,6 +220,10 @@ func verify(f *safetensors.Reader, r *Report, sources map[string]*torch.Tensor, 
 		go func() {
 			defer wg.Done()
 			for tr := range work {
+				if copied != nil {
+					errs <- verifyCopied(f, tr, copied, digests)
+					continue
+				}
 				errs <- verifyTensor(f, tr, sources[tr.Name], digests)
 			}
 		}()
@@ -235,6 +265,42 @@ func verifyTensor(f *safetensors.Reader, tr *TensorReport, src *torch.Tensor, di
 	}
 	if cw.h != nil {
 		tr.SHA256 = hex.EncodeToString(cw.h.Sum(nil))
+	}
+	return nil
+}
+
+// verifyCopied reads an output tensor back and compares its hash with the
+// hash of the bytes copied into it: the source is not read again.
+func verifyCopied(f *safetensors.Reader, tr *TensorReport, copied *copySums, digest bool) error {
+	t, err := f.Tensor(tr.Name)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrVerify, err)
+	}
+	if t.DType.String() != tr.DType || !slices.Equal(t.Shape, tr.Shape) {
+		return fmt.Errorf("%w: tensor %q is %s %v in the output, %s %v in the source", ErrVerify, tr.Name, t.DType, t.Shape, tr.DType, tr.Shape)
+	}
+	var h maphash.Hash
+	h.SetSeed(copied.seed)
+	w := io.Writer(&h)
+	var d hash.Hash
+	if digest {
+		d = sha256.New()
+		w = io.MultiWriter(&h, d)
+	}
+	buf := make([]byte, min(t.Size(), 4<<20))
+	for pos := int64(0); pos < t.Size(); {
+		b := buf[:min(int64(len(buf)), t.Size()-pos)]
+		if _, err := t.ReadAt(b, pos); err != nil {
+			return fmt.Errorf("%w: tensor %q: re-reading the output: %v", ErrVerify, tr.Name, err)
+		}
+		w.Write(b)
+		pos += int64(len(b))
+	}
+	if sum, ok := copied.sums[tr.Name]; !ok || h.Sum64() != sum {
+		return fmt.Errorf("%w: tensor %q differs from the bytes copied into it from the source", ErrVerify, tr.Name)
+	}
+	if d != nil {
+		tr.SHA256 = hex.EncodeToString(d.Sum(nil))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosafetensors/safetensors/convert"
 	"github.com/gosafetensors/safetensors/torch"
 	"github.com/gosafetensors/safetensors/torch/torchtest"
 	"github.com/gosafetensors/safetensors/torch/ziplist"
@@ -277,5 +279,34 @@ func TestRemoteCheckpointRequests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRemoteConvertStreams: converting a remote checkpoint reads its
+// storages in large ranges (the read-ahead of one stream over them all)
+// and each byte once, verification included (it compares the output with
+// the bytes copied, WithVerifyFromCopy, as the CLI does for remote input).
+func TestRemoteConvertStreams(t *testing.T) {
+	obj := sparseZip(t, 50, 1<<20)
+	srv := serveObject(t, obj, obj.size)
+	f, err := Open(context.Background(), srv.URL+"/pytorch_model.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := torch.NewReader(f, f.Size(), f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := convert.PlanCheckpoint(ck, f.Name(), convert.WithVerifyFromCopy(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plan.Write(filepath.Join(t.TempDir(), "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	reqs, moved := srv.requests.Load(), srv.bytes.Load()
+	t.Logf("converting a %d-byte checkpoint of 50 storages: %d requests, %d bytes (%.3f x its size)", obj.size, reqs, moved, float64(moved)/float64(obj.size))
+	if reqs > 12 || moved > obj.size+obj.size/20 {
+		t.Errorf("%d requests, %d bytes for a %d-byte checkpoint", reqs, moved, obj.size)
 	}
 }

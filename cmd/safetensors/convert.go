@@ -130,7 +130,13 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 			source.Index: "the index of a sharded safetensors model"}[o.Format]
 		return &exitError{Code: exitProblems, Err: fmt.Errorf("%s is already %s: there is nothing to convert; inspect, validate, split, merge or compress it instead", in, what)}
 	}
+	if !o.Local() {
+		// a second read to verify would be a second download
+		opts = append(opts, convert.WithVerifyFromCopy(true))
+	}
+	stop := showReading(stderr, "reading "+filepath.Base(in), o)
 	ck, err := torch.NewReader(o, o.Size, in)
+	stop()
 	if err != nil {
 		if ioErr := o.Err(); ioErr != nil {
 			return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%s: %w", in, ioErr)}

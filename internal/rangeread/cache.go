@@ -81,14 +81,22 @@ func (c *cache) find(off int64) int {
 	return -1
 }
 
-// nextCached returns the offset of the first cached byte at or after off,
-// or the largest int64 when there is none.
-func (c *cache) nextCached(off int64) int64 {
+// nextCached returns the offset of the first cached run of at least
+// minLen bytes (contiguous extents count as one run) that starts at or
+// after off, or ends after it, before limit; limit when there is none.
+func (c *cache) nextCached(off, limit, minLen int64) int64 {
 	i := sort.Search(len(c.ext), func(i int) bool { return c.ext[i].end() > off })
-	if i == len(c.ext) {
-		return 1<<63 - 1
+	for i < len(c.ext) && c.ext[i].off < limit {
+		start, j := c.ext[i].off, i
+		for j+1 < len(c.ext) && c.ext[j+1].off == c.ext[j].end() {
+			j++
+		}
+		if c.ext[j].end()-max(start, off) >= minLen {
+			return max(off, start)
+		}
+		i = j + 1
 	}
-	return max(off, c.ext[i].off)
+	return limit
 }
 
 // put adds b, the object's bytes at off, keeping only what is not cached
@@ -112,7 +120,8 @@ func (c *cache) putMany(pieces []Piece, owned bool) {
 		end := off + int64(len(b))
 		i += sort.Search(len(c.ext)-i, func(k int) bool { return c.ext[i+k].end() > off })
 		for pos, j := off, i; pos < end; {
-			if j < len(c.ext) && c.ext[j].off <= pos { // cached already
+			if j < len(c.ext) && c.ext[j].off <= pos { // cached already: as fresh now
+				c.ext[j].last = c.tick
 				pos = c.ext[j].end()
 				j++
 				continue

@@ -71,6 +71,12 @@ const (
 	// readers re-read their small records); longer ones are data.
 	smallRead = 1 << 20
 	streams   = 8
+	// seqGap: a read starting this close after a stream's end continues
+	// it (the gap is read with it).
+	seqGap = 4 << 10
+	// keepRun: read-ahead stops before a cached run this long, and reads
+	// through shorter ones.
+	keepRun = 64 << 10
 )
 
 // Reader reads one object through a Backend. It is safe for concurrent use.
@@ -128,9 +134,11 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if n < len(p) {
 		n += r.cache.get(p[n:], off+int64(n))
 	}
-	m := 0 // bytes at the end of p held too
+	m := 0 // bytes at the end of p held too, when worth a shorter fetch
 	if n < len(p) {
-		m = r.cache.getBack(p[n:], end)
+		if m = r.cache.getBack(p[n:], end); m < keepRun && n+m < len(p) {
+			m = 0 // a small island: fetched again, with the read-ahead
+		}
 	}
 	var fa, fe int64
 	missEnd := end - int64(m)
@@ -186,18 +194,19 @@ func (r *Reader) plan(off, a, missEnd, end int64) (fa, fe int64) {
 			fe = size
 		}
 	}
-	// Do not fetch again what the cache holds right after the read.
+	// Do not fetch again what the cache holds after the read, unless it is
+	// a small island (prefetched record headers between storages): that is
+	// cheaper read again than cut around.
 	if fe > missEnd {
-		if c := r.cache.nextCached(missEnd); c < fe {
-			fe = max(missEnd, c)
-		}
+		fe = max(missEnd, r.cache.nextCached(missEnd, fe, keepRun))
 	}
 	return fa, fe
 }
 
 // track records a read of [off, end) and returns the stream it continues
-// (a read that starts inside or right at the end of the stream's last
-// read), its window grown when the read missed, or nil for a read that
+// (a read that starts inside the stream's last read or at most seqGap
+// bytes after its end: the records of an archive have headers between
+// them), its window grown when the read missed, or nil for a read that
 // starts a new stream. A stream's window is at most twice what it has read
 // so far, and doubles with each miss: a stream of a few small reads
 // (a record header, then its name) reads ahead next to nothing, a long one
@@ -208,7 +217,7 @@ func (r *Reader) track(off, end int64, missed bool) *stream {
 	oldest := 0
 	for i := range r.streams {
 		s := &r.streams[i]
-		if s.last > 0 && off >= s.lo && off <= s.next {
+		if s.last > 0 && off >= s.lo && off <= s.next+seqGap {
 			s.lo, s.next, s.last = off, max(s.next, end), r.tick
 			if missed {
 				s.window = min(max(2*s.window, 2*(s.next-s.start)), r.cfg.ReadAhead)
