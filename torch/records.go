@@ -181,18 +181,18 @@ func intsOf(v any, max int) ([]int64, bool) {
 	return out, true
 }
 
-// boolOf accepts bool, or the ints 0/1 protocol-0/1 writers may use.
+// boolOf accepts a bool only: torch's requires_grad setter refuses
+// anything else ("requires_grad must be a bool"), the int 1 included.
+// Protocol 0 and 1 write booleans as INT "01"/"00", which decode as bools.
 func boolOf(v any) (bool, bool) {
-	switch x := v.(type) {
-	case bool:
-		return x, true
-	case int64:
-		if x == 0 || x == 1 {
-			return x == 1, true
-		}
-	}
-	return false, false
+	b, ok := v.(bool)
+	return b, ok
 }
+
+// canRequireGrad reports whether torch lets a tensor of dtype d require
+// gradients: only floating point and complex tensors can ("only Tensors of
+// floating point and complex dtype can require gradients").
+func canRequireGrad(d *dtypeInfo) bool { return d.dtype.IsFloat() || d.dtype.IsComplex() }
 
 // emptyDict accepts an empty dict/OrderedDict (backward hooks) and, if
 // allowNone, None.
@@ -268,6 +268,9 @@ func (p *policy) rebuildTensor(g *global, args pickle.Tuple, off int64) (any, *E
 		}
 	}
 	rec.dtype = dt
+	if rec.requiresGrad && !canRequireGrad(dt) {
+		return nil, bad(ErrCorrupt, "requires_grad is True on a %s tensor: torch refuses it (only floating point and complex tensors can require gradients)", dt.dtype)
+	}
 	if err := p.checkView(rec); err != "" {
 		return nil, bad(ErrCorrupt, "%s", err)
 	}
@@ -377,6 +380,9 @@ func (p *policy) rebuildParameter(g *global, args pickle.Tuple, off int64) (any,
 	// empty state is accepted, so the data argument is what torch returns.
 	if want == 4 && !emptyState(args[3]) {
 		return nil, bad(ErrUnsupported, "non-empty parameter state (%s) is not supported: torch would setattr its items on the parameter", pickle.Describe(args[3]))
+	}
+	if rg && !canRequireGrad(data.dtype) {
+		return nil, bad(ErrCorrupt, "requires_grad is True on a %s parameter: torch refuses it (only floating point and complex tensors can require gradients)", data.dtype.dtype)
 	}
 	param := *data
 	param.isParameter = true

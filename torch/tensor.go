@@ -171,10 +171,11 @@ func (t *Tensor) SameView(u *Tensor) bool {
 }
 
 // ContiguousSection returns the tensor's bytes as a section of the file when
-// the view is C-contiguous (ok false otherwise). Like Storage.Section it does
-// not verify the CRC.
+// the view is C-contiguous (ok false otherwise, and for BOOL tensors, whose
+// stored bytes torch reads as 0 or 1: see WriteTo). Like Storage.Section it
+// does not verify the CRC.
 func (t *Tensor) ContiguousSection() (sec *io.SectionReader, ok bool) {
-	if !t.Contiguous() {
+	if !t.Contiguous() || t.DType == safetensors.BOOL {
 		return nil, false
 	}
 	return io.NewSectionReader(t.Storage.sec, t.Offset*int64(t.itemSize), t.NBytes()), true
@@ -187,6 +188,9 @@ func (t *Tensor) ContiguousSection() (sec *io.SectionReader, ok bool) {
 // Limits.MaxViewBuffer (beyond that, a few-MiB sliding window is used). The
 // first read of a zip storage also verifies its CRC-32; a mismatch is
 // reported after the bytes were written, so treat any error as fatal.
+//
+// A BOOL element is written as 0 or 1, the value torch computes with,
+// whatever byte the storage holds (torch reads any non-zero byte as True).
 func (t *Tensor) WriteTo(w io.Writer) (int64, error) {
 	return t.WriteToBuffer(w, t.maxBuffer)
 }
@@ -201,6 +205,9 @@ func (t *Tensor) WriteToBuffer(w io.Writer, maxBuffer int64) (int64, error) {
 	s := t.Storage
 	if n == 0 {
 		return 0, nil
+	}
+	if t.DType == safetensors.BOOL {
+		w = &boolWriter{w: w}
 	}
 	is := int64(t.itemSize)
 	if t.Contiguous() {
@@ -237,6 +244,41 @@ func (t *Tensor) span() (lo, hi int64) {
 		hi += (s - 1) * t.Stride[i]
 	}
 	return lo, hi
+}
+
+// boolWriter writes BOOL elements as torch reads them: a byte that is not 0
+// is True, written 1.
+type boolWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (b *boolWriter) Write(p []byte) (int, error) {
+	if len(b.buf) < len(p) {
+		b.buf = make([]byte, min(max(len(p), 64<<10), 1<<20))
+	}
+	done := 0
+	for done < len(p) {
+		chunk := p[done:min(len(p), done+len(b.buf))]
+		q := b.buf[:len(chunk)]
+		copy(q, chunk)
+		normalizeBools(q)
+		n, err := b.w.Write(q)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// normalizeBools turns every non-zero byte of b into 1.
+func normalizeBools(b []byte) {
+	for i, c := range b {
+		if c > 1 {
+			b[i] = 1
+		}
+	}
 }
 
 // onlyWriter hides a ReadFrom method so that io.CopyBuffer uses its buffer

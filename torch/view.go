@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/gosafetensors/safetensors"
 )
 
 // viewCacheMax (a variable for tests) is the largest storage span a strided View keeps in memory
@@ -67,6 +69,9 @@ func (v *View) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if err != nil {
 		return 0, withPath(stampEntry(err, t.Storage.entry), t.Storage.path)
+	}
+	if t.DType == safetensors.BOOL {
+		normalizeBools(want) // as WriteTo: torch reads a non-zero byte as True
 	}
 	if len(want) < len(p) {
 		return len(want), io.EOF

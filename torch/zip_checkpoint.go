@@ -103,15 +103,21 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	if err := c.build(p.root, stores, p.e.Name, lim.forPickle(p.e.Size)); err != nil {
 		return nil, err
 	}
-	known := map[string]bool{p.e.Name: true}
-	for _, rec := range []string{"version", ".data/version", "byteorder", ".data/serialization_id"} {
-		known[prefix+"/"+rec] = true
-	}
+	// a record is referenced when torch's reader would return it for a name
+	// torch asks for: it looks names up without case (z.lookup), so
+	// archive/DATA/0 is the storage of key 0
+	known := map[*zipEntry]bool{p.e: true}
+	names := []string{"version", ".data/version", "byteorder", ".data/serialization_id"}
 	for _, ref := range p.storages {
-		known[prefix+"/data/"+ref.key] = true
+		names = append(names, "data/"+ref.key)
+	}
+	for _, n := range names {
+		if e := z.lookup(prefix + "/" + n); e != nil {
+			known[e] = true
+		}
 	}
 	for _, e := range z.Entries {
-		if !known[e.Name] && !strings.HasSuffix(e.Name, "/") {
+		if !known[e] && !strings.HasSuffix(e.Name, "/") {
 			c.Unreferenced = append(c.Unreferenced, e.Name)
 		}
 	}

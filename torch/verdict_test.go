@@ -1,0 +1,123 @@
+package torch_test
+
+// Verdicts that must match what real torch does (issue 14), on files made
+// with torch (testdata/oracle, make_checkpoints.py) or with torchtest.
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/gosafetensors/safetensors/torch"
+	"github.com/gosafetensors/safetensors/torch/torchtest"
+)
+
+func oracleFile(name string) string { return filepath.Join("..", "testdata", "oracle", name) }
+
+// TestRequiresGradAsTorch (14.14): torch refuses requires_grad given as
+// an int, and requires_grad True on a tensor that is neither floating point
+// nor complex; so do Open and Scan.
+func TestRequiresGradAsTorch(t *testing.T) {
+	for _, name := range []string{"requires_grad_int1_float.pt", "requires_grad_true_int_tensor.pt", "parameter_requires_grad_int_tensor.pt"} {
+		c, err := torch.Open(oracleFile(name))
+		if err == nil {
+			c.Close()
+			t.Errorf("%s: opened, torch refuses it", name)
+		} else if !errors.Is(err, torch.ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+		rep, err := torch.ScanFile(oracleFile(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict() != torch.VerdictInvalid {
+			t.Errorf("%s: scan %s %q, want invalid", name, rep.Verdict(), rep.Problems)
+		}
+	}
+	// booleans as protocol 1 writes them (I01) and a float tensor that
+	// requires grad still open
+	for _, p := range []string{"../testdata/torch/protocol1.pt", "../testdata/torch/parameters.pt"} {
+		c, err := torch.Open(p)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		c.Close()
+	}
+	// a 7-argument _rebuild_tensor_v2 (metadata None) is torch 2.x's form
+	c, err := torch.Open(oracleFile("rebuild_v2_seven_args.pt"))
+	if err != nil {
+		t.Fatalf("7-argument _rebuild_tensor_v2: %v", err)
+	}
+	c.Close()
+}
+
+// TestBoolValuesAsTorch (14.14): a BOOL storage byte other than 0 or 1 is
+// True to torch; every read of the tensor yields torch's 0 or 1.
+func TestBoolValuesAsTorch(t *testing.T) {
+	c, err := torch.Open(oracleFile("bool_bytes_not_01.pt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	checkBool(t, "torch.save file", c.Lookup("flags"), []byte{0, 1, 1, 1})
+
+	// a strided view (every other element) and a contiguous one, through
+	// WriteTo and View
+	var buf bytes.Buffer
+	err = torchtest.WriteZip(&buf, []torchtest.Tensor{
+		{Name: "all", DType: "BOOL", Shape: []int64{6}, Data: []byte{0, 2, 0xff, 0, 1, 0x80}, Storage: "s"},
+		{Name: "odd", DType: "BOOL", Shape: []int64{3}, Stride: []int64{2}, Offset: 1, Storage: "s"},
+	}, torchtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := torch.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "bools.pt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBool(t, "contiguous", c2.Lookup("all"), []byte{0, 1, 1, 0, 1, 1})
+	checkBool(t, "strided", c2.Lookup("odd"), []byte{1, 0, 1})
+}
+
+func checkBool(t *testing.T, what string, tn *torch.Tensor, want []byte) {
+	t.Helper()
+	if tn == nil {
+		t.Fatalf("%s: no tensor", what)
+	}
+	var w bytes.Buffer
+	if _, err := tn.WriteTo(&w); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w.Bytes(), want) {
+		t.Errorf("%s: WriteTo gives %v, torch yields %v", what, w.Bytes(), want)
+	}
+	got := make([]byte, len(want))
+	if _, err := tn.View().ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s: View gives %v, torch yields %v", what, got, want)
+	}
+	for off := range want { // reads that start inside
+		one := make([]byte, 1)
+		if _, err := tn.View().ReadAt(one, int64(off)); err != nil || one[0] != want[off] {
+			t.Errorf("%s: View at %d gives %v (%v), want %d", what, off, one, err, want[off])
+		}
+	}
+}
+
+// TestUnreferencedFoldsCase (14.14): torch's zip reader looks records up
+// without case, so archive/DATA/0 is the storage of key 0, not a stray
+// record.
+func TestUnreferencedFoldsCase(t *testing.T) {
+	c, err := torch.Open(oracleFile("record_name_case.pt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if len(c.Unreferenced) != 0 {
+		t.Errorf("unreferenced %v, want none", c.Unreferenced)
+	}
+}
