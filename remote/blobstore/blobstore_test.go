@@ -197,7 +197,8 @@ func TestS3RunsSiblingListChanged(t *testing.T) {
 // rewritten or truncated after open.
 func TestFileBlob(t *testing.T) {
 	dir := t.TempDir()
-	data := randomBytes(50_000, 3)
+	data := randomBytes(1<<20, 3)
+	size := int64(len(data))
 	p := filepath.Join(dir, "w.safetensors")
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -211,27 +212,28 @@ func TestFileBlob(t *testing.T) {
 	}
 	defer o.Close()
 	got := make([]byte, 30_000)
-	if n, err := o.ReadAt(got, 20_000); n != 30_000 || err != nil || !bytes.Equal(got, data[20_000:]) {
+	if n, err := o.ReadAt(got, 20_000); n != 30_000 || err != nil || !bytes.Equal(got, data[20_000:50_000]) {
 		t.Fatalf("ReadAt: %d %v", n, err)
 	}
-	if n, err := o.ReadAt(got, 40_000); n != 10_000 || err != io.EOF {
+	if n, err := o.ReadAt(got, size-10_000); n != 10_000 || err != io.EOF || !bytes.Equal(got[:n], data[size-10_000:]) {
 		t.Fatalf("ReadAt at the end: %d %v", n, err)
 	}
 	list, err := List(ctx, "file://"+filepath.ToSlash(dir)+"/")
 	if err != nil || len(list) != 2 || list[0].Key != "w.safetensors" || list[1].Size != 7 {
 		t.Fatalf("list: %v %v", list, err)
 	}
-	// Truncated behind our back.
-	if err := os.Truncate(p, 40_000); err != nil {
+	// Truncated behind our back: bytes not read yet are refused (what was
+	// read is the object as opened, and still served).
+	if err := os.Truncate(p, 600_000); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.ReadAt(got[:100], 30_000); !errors.Is(err, remote.ErrObjectChanged) {
+	if _, err := o.ReadAt(got[:100], 300_000); !errors.Is(err, remote.ErrObjectChanged) {
 		t.Fatalf("truncated: %v", err)
 	}
 	// Rewritten with the same size: the modification time differs.
-	os.WriteFile(p, randomBytes(50_000, 4), 0o644)
+	os.WriteFile(p, randomBytes(1<<20, 4), 0o644)
 	os.Chtimes(p, time.Now().Add(time.Hour), time.Now().Add(time.Hour))
-	if _, err := o.ReadAt(got[:100], 30_000); !errors.Is(err, remote.ErrObjectChanged) {
+	if _, err := o.ReadAt(got[:100], 400_000); !errors.Is(err, remote.ErrObjectChanged) {
 		t.Fatalf("rewritten: %v", err)
 	}
 }

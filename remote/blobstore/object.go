@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gosafetensors/safetensors/internal/rangeread"
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/remote/blobstore/internal/driver"
-	"github.com/gosafetensors/safetensors/remote/internal/runs"
 )
 
 // Object is one object of a bucket, read with range reads. It implements
@@ -26,6 +26,7 @@ type Object struct {
 	etag    string
 	modTime time.Time
 	prefix  []byte
+	core    *rangeread.Reader // the read path: prefix, cache, read-ahead, runs
 	stats   stats
 	closed  atomic.Bool
 }
@@ -131,8 +132,19 @@ func (sh *shared) open(ctx context.Context, key string) (*Object, error) {
 		return nil, o.ioError("open", 0, want, sanitize(err))
 	}
 	o.prefix = buf
+	o.core = rangeread.New(objectBackend{o}, rangeread.Config{
+		Size: o.size, Prefix: o.prefix, Concurrency: sh.cfg.concurrency, Gap: sh.cfg.coalesceGap,
+		ReadAhead: readAhead, Cache: 2*readAhead + 1<<20, Tail: tailPrefetch,
+	})
 	return o, nil
 }
+
+// The read-ahead of a sequential reader and the tail fetched by the first
+// read near the end of an object, as for HTTP (see remote.WithReadAhead).
+const (
+	readAhead    = 16 << 20
+	tailPrefetch = 256 << 10
+)
 
 func (sh *shared) acquire(ctx context.Context) error {
 	select {
@@ -207,7 +219,8 @@ func (o *Object) ReadAt(p []byte, off int64) (int, error) {
 	return o.ReadAtContext(o.ctx, p, off)
 }
 
-// ReadAtContext is ReadAt with its own context.
+// ReadAtContext is ReadAt with its own context. Bytes already fetched
+// (the first read, what was read ahead, small reads kept) cost no request.
 func (o *Object) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	if o.closed.Load() {
 		return 0, o.ioError("read", off, int64(len(p)), remote.ErrClosed)
@@ -215,28 +228,7 @@ func (o *Object) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 	if off < 0 {
 		return 0, o.ioError("read", off, int64(len(p)), errors.New("negative offset"))
 	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if off >= o.size {
-		return 0, io.EOF
-	}
-	var eof error
-	if int64(len(p)) > o.size-off {
-		p, eof = p[:o.size-off], io.EOF
-	}
-	n := 0
-	if off < int64(len(o.prefix)) {
-		n = copy(p, o.prefix[off:])
-		if n == len(p) {
-			return n, eof
-		}
-	}
-	s := runs.Span{Off: off + int64(n), End: off + int64(len(p)), Pieces: []runs.Piece{{Buf: p[n:], Off: off + int64(n)}}}
-	if err := o.readSpan(ctx, s); err != nil {
-		return n, err
-	}
-	return len(p), eof
+	return o.core.ReadAt(ctx, p, off)
 }
 
 // ReadRuns reads len(bufs[i]) bytes at offs[i] into bufs[i] for every i
@@ -251,30 +243,35 @@ func (o *Object) ReadRunsContext(ctx context.Context, bufs [][]byte, offs []int6
 	if o.closed.Load() {
 		return o.ioError("read runs", -1, -1, remote.ErrClosed)
 	}
-	pieces, err := runs.Check(bufs, offs, o.size)
-	if err != nil {
+	err := o.core.ReadRuns(ctx, bufs, offs)
+	if errors.Is(err, rangeread.ErrInvalidRuns) {
 		return o.ioError("read runs", -1, -1, err)
 	}
-	rest := pieces[:0]
-	for _, p := range pieces {
-		if p.Off < int64(len(o.prefix)) {
-			n := copy(p.Buf, o.prefix[p.Off:])
-			p = runs.Piece{Buf: p.Buf[n:], Off: p.Off + int64(n)}
-			if len(p.Buf) == 0 {
-				continue
-			}
-		}
-		rest = append(rest, p)
-	}
-	spans := runs.Plan(rest, o.shared.cfg.coalesceGap, 0)
-	return runs.Parallel(len(spans), o.shared.cfg.concurrency, func(i int) error {
-		return o.readSpan(ctx, spans[i])
-	})
+	return err
 }
 
-// readSpan reads one span with one range read, checking the object is the
+// Prefetch fetches the byte ranges [offs[i], offs[i]+lens[i]) (any order,
+// overlapping or not) with the context given to Open, as ReadRuns would,
+// and keeps them in memory, so that reading them afterwards costs no
+// request (see remote.File.Prefetch).
+func (o *Object) Prefetch(offs, lens []int64) error {
+	if o.closed.Load() {
+		return o.ioError("prefetch", -1, -1, remote.ErrClosed)
+	}
+	err := o.core.Prefetch(o.ctx, offs, lens)
+	if errors.Is(err, rangeread.ErrInvalidRuns) {
+		return o.ioError("prefetch", -1, -1, err)
+	}
+	return err
+}
+
+// objectBackend is how the range-reader core fetches bytes of o.
+type objectBackend struct{ o *Object }
+
+// Fetch reads one span with one range read, checking the object is the
 // one opened.
-func (o *Object) readSpan(ctx context.Context, s runs.Span) error {
+func (b objectBackend) Fetch(ctx context.Context, s rangeread.Span) error {
+	o := b.o
 	if err := o.shared.acquire(ctx); err != nil {
 		return o.ioError("read", s.Off, s.Len(), err)
 	}
@@ -289,7 +286,7 @@ func (o *Object) readSpan(ctx context.Context, s runs.Span) error {
 		return o.ioError("read", s.Off, s.Len(), err)
 	}
 	cr := &countingReader{r: r.Body, st: &o.stats}
-	if err := runs.Fill(cr, s); err != nil {
+	if err := rangeread.Fill(cr, s); err != nil {
 		return o.ioError("read", s.Off, s.Len(), sanitize(err))
 	}
 	var one [1]byte
