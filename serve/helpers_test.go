@@ -123,3 +123,5 @@ func contains(s string, subs ...string) bool {
 	}
 	return true
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
