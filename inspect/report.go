@@ -15,7 +15,7 @@ import (
 //	  "file_size":    int     bytes
 //	  "header_size":  int     N, the header JSON length with padding; data starts at byte 8+N (0 for checkpoints)
 //	  "tensor_count": int     number of tensors in the file (before --filter)
-//	  "tensors": [            file order unless --sort; only those matching --filter
+//	  "tensors": [            name order (h.2 before h.10) unless --sort; only those matching --filter
 //	    {"name": string, "dtype": string, "shape": [int], "data_offsets": [begin, end] (null for checkpoints),
 //	     "parameters": int, "bytes": int, "shard": string (sharded models only)}
 //	  ],

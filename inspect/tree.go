@@ -49,11 +49,16 @@ func (n *treeNode) child(name string) *treeNode {
 
 // signature describes a subtree's shape: names, dtypes and shapes, so that
 // the numbered layers of a model are recognised as copies of one another.
+// Children are taken in name order, not in the order they came: a layer
+// whose tensors lie in two shards (or in another order in its file) is the
+// same layer.
 func (n *treeNode) signature(b *strings.Builder) {
 	if n.tensor != nil {
 		fmt.Fprintf(b, "%s%v;", n.tensor.DType, n.tensor.Shape)
 	}
-	for _, c := range n.children {
+	children := slices.Clone(n.children)
+	slices.SortFunc(children, func(x, y *treeNode) int { return CompareNames(x.name, y.name) })
+	for _, c := range children {
 		b.WriteString(c.name)
 		b.WriteByte('{')
 		c.signature(b)
@@ -61,10 +66,35 @@ func (n *treeNode) signature(b *strings.Builder) {
 	}
 }
 
+// orderNumbered puts the numbered children in numeric order, in the
+// places numbered children held: layers.10 after layers.9 whatever order
+// the tensors came in (a safetensors file sorts names bytewise), other
+// children where they first came.
+func (n *treeNode) orderNumbered() {
+	var slots []int
+	var numbered []*treeNode
+	for i, c := range n.children {
+		if isNumber(c.name) {
+			slots = append(slots, i)
+			numbered = append(numbered, c)
+		}
+	}
+	slices.SortStableFunc(numbered, func(x, y *treeNode) int { return CompareNames(x.name, y.name) })
+	for k, i := range slots {
+		n.children[i] = numbered[k]
+	}
+	for _, c := range n.children {
+		c.orderNumbered()
+	}
+}
+
 // Tree groups tensors by dotted prefix with parameters per group; runs of
 // numbered siblings with the same structure (layers.0 … layers.31) are
 // given once with a count, and single-child chains are joined
-// (model.decoder). Rows come in display order.
+// (model.decoder). Numbered siblings come in numeric order, other names in
+// the order the tensors came; a layer counts as a copy of the others
+// whatever order its tensors came in, so layers split across shards are
+// grouped too. Rows come in display order.
 func Tree(tensors []safetensors.TensorInfo) []TreeRow {
 	root := &treeNode{index: map[string]*treeNode{}}
 	for i := range tensors {
@@ -81,6 +111,7 @@ func Tree(tensors []safetensors.TensorInfo) []TreeRow {
 		}
 		n.tensor = t
 	}
+	root.orderNumbered()
 	var rows []TreeRow
 	var walk func(n *treeNode, label string, depth int)
 	walk = func(n *treeNode, label string, depth int) {

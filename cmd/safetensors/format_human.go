@@ -76,12 +76,23 @@ func padLeft(b *strings.Builder, s string, w int) {
 	b.WriteString(s)
 }
 
-// plural writes "1 tensor", "2 tensors", "1,024 tensors".
+// plural writes "1 tensor", "2 tensors", "1,024 tensors", "3 entries",
+// "2 aliases": English plurals of the nouns the CLI counts.
 func plural(n int64, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
-	return groupDigits(n) + " " + noun + "s"
+	return groupDigits(n) + " " + pluralOf(noun)
+}
+
+func pluralOf(noun string) string {
+	switch {
+	case strings.HasSuffix(noun, "y") && len(noun) > 1 && !strings.ContainsRune("aeiou", rune(noun[len(noun)-2])):
+		return noun[:len(noun)-1] + "ies"
+	case strings.HasSuffix(noun, "s"), strings.HasSuffix(noun, "x"), strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "sh"):
+		return noun + "es"
+	}
+	return noun + "s"
 }
 
 // parseSize reads a byte count such as "1048576", "512MiB", "200GB" or

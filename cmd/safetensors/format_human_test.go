@@ -70,3 +70,18 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		noun string
+		want string
+	}{
+		{1, "entry", "1 entry"}, {3, "entry", "3 entries"}, {2, "tied alias", "2 tied aliases"},
+		{0, "tensor", "0 tensors"}, {1024, "shard", "1,024 shards"}, {2, "key", "2 keys"}, {2, "zip member", "2 zip members"},
+	} {
+		if got := plural(c.n, c.noun); got != c.want {
+			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+}

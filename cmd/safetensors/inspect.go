@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/inspect"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +32,7 @@ func newInspectCmd() *cobra.Command {
 		Use:   "inspect LOCATION",
 		Short: "List tensors, parameter counts and metadata of a model",
 		Long: `Inspect lists the tensors of a model (name, dtype, shape, parameters,
-bytes) in file order, then totals like the Hugging Face Hub's: parameters
+bytes) in name order (h.2 before h.10), then totals like the Hugging Face Hub's: parameters
 exact and rounded (137M, 8.03B), parameters and bytes per dtype, the header
 size and the metadata. Only headers are read.
 
@@ -58,7 +60,7 @@ content is not a valid model, 2 it could not be read, holds no model, or
 	}
 	f := cmd.Flags()
 	f.BoolVar(&fl.json, "json", false, "print one JSON object (schema in the documentation)")
-	f.StringVar(&fl.sort, "sort", "offset", "order of the tensor list: offset (file order), name, size (largest first)")
+	f.StringVar(&fl.sort, "sort", "name", "order of the tensor list: name (numbers in names compared as numbers: h.2 before h.10), offset (file order; shard by shard), size (largest first)")
 	f.StringArrayVar(&fl.filters, "filter", nil, "list only tensors whose name contains `PATTERN`, or matches it as a glob when it has * ? or [ (repeatable: any may match); totals cover the listed tensors")
 	f.BoolVarP(&fl.summary, "summary", "s", false, "print only the totals and metadata, not the tensor list")
 	f.BoolVarP(&fl.long, "long", "l", false, "also show each tensor's data_offsets (and shard)")
@@ -74,47 +76,19 @@ type dtypeTotal struct {
 }
 
 func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) error {
-	switch fl.sort {
-	case "offset", "name", "size":
-	default:
-		return usageError("--sort %q: want offset, name or size", fl.sort)
-	}
-	for _, p := range fl.filters {
-		if _, err := path.Match(p, ""); err != nil {
-			return usageError("--filter %q: %v", p, err)
-		}
+	if err := fl.check(); err != nil {
+		return err
 	}
 	f, err := openInspected(cmd, file)
 	if err != nil {
 		return err
 	}
-
-	tensors := selectTensors(f.Tensors, fl.filters)
-	if len(fl.filters) > 0 && len(tensors) == 0 && len(f.Tensors) > 0 {
-		return noMatch(fl.filters, f.Tensors)
+	tensors, err := fl.pick(f.Tensors)
+	if err != nil {
+		return err
 	}
-	switch fl.sort {
-	case "name":
-		slices.SortFunc(tensors, func(a, b safetensors.TensorInfo) int { return strings.Compare(a.Name, b.Name) })
-	case "size":
-		slices.SortStableFunc(tensors, func(a, b safetensors.TensorInfo) int { return cmp.Compare(b.Size(), a.Size()) })
-	}
-	var totalParams, totalBytes int64
-	byDType := map[safetensors.DType]*dtypeTotal{}
-	for _, t := range tensors {
-		n := t.NumElements()
-		totalParams += n
-		totalBytes += f.bytes(t)
-		d := byDType[t.DType]
-		if d == nil {
-			d = &dtypeTotal{dtype: t.DType}
-			byDType[t.DType] = d
-		}
-		d.params += n
-		d.bytes += f.bytes(t)
-	}
-
-	if fl.quiet {
+	switch {
+	case fl.quiet:
 		var b strings.Builder
 		for _, t := range tensors {
 			b.WriteString(display(t.Name))
@@ -122,11 +96,9 @@ func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) e
 		}
 		_, err := io.WriteString(w, b.String())
 		return err
-	}
-	if fl.json {
+	case fl.json:
 		return f.Report(file, tensors).WriteJSON(w)
 	}
-
 	var b strings.Builder
 	switch {
 	case fl.summary || len(tensors) == 0:
@@ -137,47 +109,57 @@ func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) e
 		writeTensorTable(&b, tensors, fl.long && f.Offsets, f.bytes)
 		b.WriteByte('\n')
 	}
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return err
-	}
-	b.Reset()
+	writeTotals(&b, paletteFor(w), file, f, tensors, len(fl.filters) > 0)
+	_, err = io.WriteString(w, b.String())
+	return err
+}
 
-	// Totals, like the Hub's "Model size: 8.03B params, Tensor type: BF16".
-	switch {
-	case f.Format == "sharded":
-		fmt.Fprintf(&b, "model       %s: %s, %s of tensor data\n", display(file), plural(int64(len(f.Shards)), "shard"), humanBytes(f.FileSize))
-		rows := [][]string{}
-		for _, sh := range f.Shards {
-			rows = append(rows, []string{display(sh.Name), plural(int64(sh.Tensors), "tensor"), humanCount(sh.Parameters) + " params", humanBytes(sh.Bytes)})
-		}
-		writeColumns(&b, "  ", rows, []bool{false, true, true, true})
-	case f.DataSize > 0:
-		fmt.Fprintf(&b, "file        %s (%s, %s uncompressed, %.2f of the original)\n", display(file), humanBytes(f.FileSize), humanBytes(f.DataSize), float64(f.FileSize)/float64(f.DataSize))
-		fmt.Fprintf(&b, "format      %s: tensors and slices are read by decompressing only the frames that hold them\n", f.Format)
+// check refuses flag values that make no sense, before anything is read.
+func (fl *inspectFlags) check() error {
+	switch fl.sort {
+	case "offset", "name", "size":
 	default:
-		fmt.Fprintf(&b, "file        %s (%s)\n", display(file), humanBytes(f.FileSize))
+		return usageError("--sort %q: want name, offset or size", fl.sort)
 	}
-	if strings.HasPrefix(f.Format, "pytorch-") {
-		fmt.Fprintf(&b, "format      PyTorch checkpoint (%s), read without running it; `safetensors convert` makes a safetensors file\n", strings.TrimPrefix(f.Format, "pytorch-"))
-	}
-	for _, n := range f.notes {
-		fmt.Fprintf(&b, "note        %s\n", n)
-	}
-	if len(fl.filters) > 0 {
-		fmt.Fprintf(&b, "tensors     %s of %s match\n", groupDigits(int64(len(tensors))), groupDigits(int64(len(f.Tensors))))
-	} else {
-		fmt.Fprintf(&b, "tensors     %s\n", groupDigits(int64(len(tensors))))
-	}
-	fmt.Fprintf(&b, "parameters  %s\n", withExact(humanCount(totalParams), totalParams))
-	fmt.Fprintf(&b, "bytes       %s\n", withExact(humanBytes(totalBytes), totalBytes))
-	if len(byDType) > 0 {
-		totals := make([]*dtypeTotal, 0, len(byDType))
-		for _, d := range byDType {
-			totals = append(totals, d)
+	for _, p := range fl.filters {
+		if _, err := path.Match(p, ""); err != nil {
+			return usageError("--filter %q: %v", p, err)
 		}
-		slices.SortFunc(totals, func(a, b *dtypeTotal) int {
-			return cmp.Or(cmp.Compare(b.params, a.params), cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.dtype, b.dtype))
-		})
+	}
+	return nil
+}
+
+// pick returns the tensors to show: those --filter selects (a filter that
+// selects none is an error), in --sort order. Names sort as a person reads
+// them (h.2 before h.10).
+func (fl *inspectFlags) pick(all []safetensors.TensorInfo) ([]safetensors.TensorInfo, error) {
+	tensors := selectTensors(all, fl.filters)
+	if len(fl.filters) > 0 && len(tensors) == 0 && len(all) > 0 {
+		return nil, noMatch(fl.filters, all)
+	}
+	switch fl.sort {
+	case "name":
+		slices.SortFunc(tensors, func(a, b safetensors.TensorInfo) int { return inspect.CompareNames(a.Name, b.Name) })
+	case "size":
+		slices.SortStableFunc(tensors, func(a, b safetensors.TensorInfo) int { return cmp.Compare(b.Size(), a.Size()) })
+	}
+	return tensors, nil
+}
+
+// writeTotals writes the totals, like the Hub's "Model size: 8.03B params,
+// Tensor type: BF16": where the tensors are, how many, parameters and
+// bytes (by dtype), the header, the metadata and the warnings.
+func writeTotals(b *strings.Builder, p palette, file string, f *inspected, tensors []safetensors.TensorInfo, filtered bool) {
+	writeWhere(b, file, f)
+	if filtered {
+		fmt.Fprintf(b, "tensors     %s of %s match\n", groupDigits(int64(len(tensors))), groupDigits(int64(len(f.Tensors))))
+	} else {
+		fmt.Fprintf(b, "tensors     %s\n", groupDigits(int64(len(tensors))))
+	}
+	totalParams, totalBytes, totals := dtypeTotals(tensors, f.bytes)
+	fmt.Fprintf(b, "parameters  %s\n", withExact(humanCount(totalParams), totalParams))
+	fmt.Fprintf(b, "bytes       %s\n", withExact(humanBytes(totalBytes), totalBytes))
+	if len(totals) > 0 {
 		rows := [][]string{}
 		for _, d := range totals {
 			pct := "-"
@@ -187,32 +169,79 @@ func runInspect(cmd *cobra.Command, w io.Writer, file string, fl inspectFlags) e
 			rows = append(rows, []string{d.dtype.String(), humanCount(d.params) + " params", groupDigits(d.params), pct, humanBytes(d.bytes)})
 		}
 		b.WriteString("by dtype\n")
-		writeColumns(&b, "  ", rows, []bool{false, true, true, true, true})
+		writeColumns(b, "  ", rows, []bool{false, true, true, true, true})
 	}
 	if f.HeaderSize > 0 {
-		fmt.Fprintf(&b, "header      %s bytes, data starts at byte %s\n", groupDigits(f.HeaderSize), groupDigits(8+f.HeaderSize))
+		fmt.Fprintf(b, "header      %s bytes, data starts at byte %s\n", groupDigits(f.HeaderSize), groupDigits(8+f.HeaderSize))
 	}
-	if len(f.Metadata) > 0 {
-		b.WriteString("metadata\n")
-		keys := make([]string, 0, len(f.Metadata))
-		for k := range f.Metadata {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			v := f.Metadata[k]
-			shown := truncate(display(v), 200)
-			if shown != display(v) {
-				shown += fmt.Sprintf(" (%s bytes; --json shows all)", groupDigits(int64(len(v))))
-			}
-			fmt.Fprintf(&b, "  %s = %s\n", display(k), shown)
-		}
-	}
+	writeMetadata(b, f.Metadata)
 	for _, warn := range f.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", display(warn))
+		fmt.Fprintf(b, "%s %s\n", p.paint(colorWarn, "warning:"), display(warn))
 	}
-	_, err = io.WriteString(w, b.String())
-	return err
+}
+
+// writeWhere writes where the tensors are: the shards of a sharded model,
+// a compressed file's sizes, a checkpoint's format, and the notes.
+func writeWhere(b *strings.Builder, file string, f *inspected) {
+	switch {
+	case f.Format == "sharded":
+		fmt.Fprintf(b, "model       %s: %s, %s of tensor data\n", display(file), plural(int64(len(f.Shards)), "shard"), humanBytes(f.FileSize))
+		rows := [][]string{}
+		for _, sh := range f.Shards {
+			rows = append(rows, []string{display(sh.Name), plural(int64(sh.Tensors), "tensor"), humanCount(sh.Parameters) + " params", humanBytes(sh.Bytes)})
+		}
+		writeColumns(b, "  ", rows, []bool{false, true, true, true})
+	case f.DataSize > 0:
+		fmt.Fprintf(b, "file        %s (%s, %s uncompressed, %.2f of the original)\n", display(file), humanBytes(f.FileSize), humanBytes(f.DataSize), float64(f.FileSize)/float64(f.DataSize))
+		fmt.Fprintf(b, "format      %s: tensors and slices are read by decompressing only the frames that hold them\n", f.Format)
+	default:
+		fmt.Fprintf(b, "file        %s (%s)\n", display(file), humanBytes(f.FileSize))
+	}
+	if strings.HasPrefix(f.Format, "pytorch-") {
+		fmt.Fprintf(b, "format      PyTorch checkpoint (%s), read without running it; `safetensors convert` makes a safetensors file\n", strings.TrimPrefix(f.Format, "pytorch-"))
+	}
+	for _, n := range f.notes {
+		fmt.Fprintf(b, "note        %s\n", n)
+	}
+}
+
+// dtypeTotals sums parameters and bytes, overall and by dtype (the dtype
+// with the most parameters first).
+func dtypeTotals(tensors []safetensors.TensorInfo, size func(safetensors.TensorInfo) int64) (params, bytes int64, totals []*dtypeTotal) {
+	byDType := map[safetensors.DType]*dtypeTotal{}
+	for _, t := range tensors {
+		n := t.NumElements()
+		params += n
+		bytes += size(t)
+		d := byDType[t.DType]
+		if d == nil {
+			d = &dtypeTotal{dtype: t.DType}
+			byDType[t.DType] = d
+			totals = append(totals, d)
+		}
+		d.params += n
+		d.bytes += size(t)
+	}
+	slices.SortFunc(totals, func(a, b *dtypeTotal) int {
+		return cmp.Or(cmp.Compare(b.params, a.params), cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.dtype, b.dtype))
+	})
+	return params, bytes, totals
+}
+
+// writeMetadata writes __metadata__ sorted by key, long values cut.
+func writeMetadata(b *strings.Builder, meta map[string]string) {
+	if len(meta) == 0 {
+		return
+	}
+	b.WriteString("metadata\n")
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		v := meta[k]
+		shown := truncate(display(v), 200)
+		if shown != display(v) {
+			shown += fmt.Sprintf(" (%s bytes; --json shows all)", groupDigits(int64(len(v))))
+		}
+		fmt.Fprintf(b, "  %s = %s\n", display(k), shown)
+	}
 }
 
 // selectTensors returns a copy of the tensors whose names match any filter

@@ -28,10 +28,26 @@ func TestInspectTable(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	// File order: position_ids has offset 0.
+	// Name order by default; file order with --sort offset (position_ids
+	// has offset 0).
 	lines := strings.Split(out, "\n")
-	if !strings.HasPrefix(lines[1], "position_ids ") {
-		t.Errorf("first row %q, want position_ids (file order)", lines[1])
+	if !strings.HasPrefix(lines[1], "h.0.fc_in.bias ") {
+		t.Errorf("first row %q, want h.0.fc_in.bias (name order)", lines[1])
+	}
+	_, out, _ = runCLI(t, "inspect", "--sort", "offset", torchDir+"tiny_transformer.safetensors")
+	if lines := strings.Split(out, "\n"); !strings.HasPrefix(lines[1], "position_ids ") {
+		t.Errorf("--sort offset: first row %q, want position_ids (file order)", lines[1])
+	}
+}
+
+// Plain lists order names as a person reads them: h.2 before h.10.
+func TestInspectNumericOrder(t *testing.T) {
+	for _, args := range [][]string{{"inspect"}, {"inspect", "-q"}, {"inspect", "--sort", "name", "--json"}} {
+		_, out, _ := runCLI(t, append(args, torchDir+"sharded_bin")...)
+		i2, i10 := strings.Index(out, "transformer.h.2.ln_1.weight"), strings.Index(out, "transformer.h.10.ln_1.weight")
+		if i2 < 0 || i10 < 0 || i2 > i10 {
+			t.Errorf("%v: h.2 at %d, h.10 at %d:\n%s", args, i2, i10, out)
+		}
 	}
 }
 
@@ -53,7 +69,7 @@ func TestInspectScalarCountsOne(t *testing.T) {
 }
 
 func TestInspectJSONSchema(t *testing.T) {
-	code, out, errOut := runCLI(t, "inspect", "--json", torchDir+"tiny_transformer.safetensors")
+	code, out, errOut := runCLI(t, "inspect", "--json", "--sort", "offset", torchDir+"tiny_transformer.safetensors")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -84,14 +84,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	prefix := paletteFor(stderr).paint(colorFail, "safetensors:")
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintf(stderr, "safetensors: %v\n", ee.Err)
+			fmt.Fprintf(stderr, "%s %v\n", prefix, ee.Err)
 		}
 		return ee.Code
 	}
-	fmt.Fprintf(stderr, "safetensors: %v\n", err)
+	fmt.Fprintf(stderr, "%s %v\n", prefix, err)
 	if cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}

@@ -151,11 +151,19 @@ func exitCodeFor(problems, unreadable bool) int {
 }
 
 func printScan(w io.Writer, r *audit.ScanReport) {
+	p := paletteFor(w)
 	if r.Verdict == audit.Error {
-		fmt.Fprintf(w, "%s: error\n", r.Path)
+		fmt.Fprintf(w, "%s: %s\n", r.Path, p.paint(colorFail, "error"))
 		return
 	}
-	fmt.Fprintf(w, "%s: %s (%s)\n", r.Path, r.Verdict, r.Format)
+	c := colorFail
+	switch r.Verdict {
+	case audit.Clean:
+		c = colorOK
+	case audit.Unsupported:
+		c = colorWarn
+	}
+	fmt.Fprintf(w, "%s: %s (%s)\n", r.Path, p.paint(c, r.Verdict.String()), r.Format)
 	// Allowed globals are listed once each; the others at every use.
 	seen := map[string]bool{}
 	var allowed []string

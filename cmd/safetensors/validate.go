@@ -111,21 +111,22 @@ func runValidate(cmd *cobra.Command, stdout, stderr io.Writer, args []string, fl
 //	ERR  m.safetensors: no such file or directory
 //	warn m.safetensors: ...
 func printResult(w io.Writer, r *audit.ValidateReport, quiet bool) {
+	p := paletteFor(w)
 	switch r.Status {
 	case audit.OK:
 		if !quiet {
-			fmt.Fprintf(w, "ok   %s (%s, %s)\n", display(r.File), plural(int64(*r.TensorCount), "tensor"), humanBytes(*r.FileSize))
+			fmt.Fprintf(w, "%s   %s (%s, %s)\n", p.paint(colorOK, "ok"), display(r.File), plural(int64(*r.TensorCount), "tensor"), humanBytes(*r.FileSize))
 		}
 	case audit.StatusInvalid:
-		fmt.Fprintf(w, "FAIL %s\n", oneLine(*r.Error))
+		fmt.Fprintf(w, "%s %s\n", p.paint(colorFail, "FAIL"), oneLine(*r.Error))
 	default:
-		fmt.Fprintf(w, "ERR  %s\n", oneLine(*r.Error))
+		fmt.Fprintf(w, "%s  %s\n", p.paint(colorFail, "ERR"), oneLine(*r.Error))
 	}
 	if r.Hint != nil {
 		fmt.Fprintf(w, "     hint: %s\n", *r.Hint)
 	}
 	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "warn %s: %s\n", display(r.File), oneLine(warn))
+		fmt.Fprintf(w, "%s %s: %s\n", p.paint(colorWarn, "warn"), display(r.File), oneLine(warn))
 	}
 }
 
