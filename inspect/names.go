@@ -1,6 +1,11 @@
 package inspect
 
-import "strings"
+import (
+	"slices"
+	"strings"
+
+	"github.com/gosafetensors/safetensors"
+)
 
 // CompareNames orders tensor names as a person reads them: runs of digits
 // compare as numbers, so "h.2" comes before "h.10"; everything else
@@ -52,3 +57,11 @@ func CompareNames(a, b string) int {
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// ByName returns a copy of tensors ordered by [CompareNames]: the order
+// `safetensors inspect` lists them in by default, and the service too.
+func ByName(tensors []safetensors.TensorInfo) []safetensors.TensorInfo {
+	out := slices.Clone(tensors)
+	slices.SortStableFunc(out, func(a, b safetensors.TensorInfo) int { return CompareNames(a.Name, b.Name) })
+	return out
+}

@@ -100,7 +100,7 @@ func (s *Server) describe(ctx context.Context, q *request) (*inspect.Report, *in
 	if q.file != nil {
 		name = q.name
 	}
-	return d.Report(name, d.Tensors), d, nil
+	return d.Report(name, inspect.ByName(d.Tensors)), d, nil
 }
 
 // modelErrorStatus: 404 for a location that does not exist, 502 for one

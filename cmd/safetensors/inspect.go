@@ -139,7 +139,7 @@ func (fl *inspectFlags) pick(all []safetensors.TensorInfo) ([]safetensors.Tensor
 	}
 	switch fl.sort {
 	case "name":
-		slices.SortFunc(tensors, func(a, b safetensors.TensorInfo) int { return inspect.CompareNames(a.Name, b.Name) })
+		tensors = inspect.ByName(tensors)
 	case "size":
 		slices.SortStableFunc(tensors, func(a, b safetensors.TensorInfo) int { return cmp.Compare(b.Size(), a.Size()) })
 	}
