@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,4 +158,11 @@ func verdicts(reports []*audit.ScanReport) map[string]string {
 		m[r.Path] = r.Verdict.String()
 	}
 	return m
+}
+
+func countHandler(h http.Handler, n *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		h.ServeHTTP(w, r)
+	})
 }

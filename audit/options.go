@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/remote/blobstore"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
 )
@@ -32,6 +34,7 @@ type config struct {
 	full        bool
 	progress    func(loc string, total int64) (update func(done int64), finish func())
 	readCounter func(n int)
+	pool        *blobstore.Pool
 }
 
 func buildConfig(opts []Option) (*config, error) {
@@ -102,4 +105,41 @@ func WithProgress(start func(loc string, total int64) (update func(done int64), 
 // a local file opened through [WithRoot] (a service's disk traffic).
 func WithReadCounter(count func(n int)) Option {
 	return func(c *config) error { c.readCounter = count; return nil }
+}
+
+// WithPool lists bucket prefixes and opens bucket objects with the pool's
+// one client per bucket (credentials loaded once, connections reused), for
+// a program that audits many objects over time (a queue worker). Without
+// it, Scan and Validate of a bucket prefix make a pool for the audit and
+// close it at the end.
+func WithPool(p *blobstore.Pool) Option {
+	return func(c *config) error {
+		if p == nil {
+			return errors.New("WithPool(nil)")
+		}
+		c.usePool(p)
+		return nil
+	}
+}
+
+// usePool makes c read buckets through p.
+func (c *config) usePool(p *blobstore.Pool) {
+	c.pool = p
+	c.source = append(slices.Clip(c.source), source.WithBlob(blobstore.WithPool(p)))
+}
+
+// withPrefixPool returns the config an audit of loc uses: for a bucket
+// prefix without a pool of the caller's, one of its own, which done
+// closes once every object is checked.
+func (c *config) withPrefixPool(loc string) (cc *config, done func()) {
+	if c.pool != nil || !IsBucketPrefix(loc) {
+		return c, func() {}
+	}
+	p, err := blobstore.NewPool()
+	if err != nil {
+		return c, func() {} // listing reports the same error
+	}
+	cp := *c
+	cp.usePool(p)
+	return &cp, func() { p.Close() }
 }

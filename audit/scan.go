@@ -73,12 +73,20 @@ func Scan(ctx context.Context, loc string, opts ...Option) iter.Seq[*ScanReport]
 	if err != nil {
 		return func(yield func(*ScanReport) bool) { yield(newScanReport(loc).fail(err)) }
 	}
-	return pipeline(ctx, c, c.targets(ctx, loc, ScanCheck), func(ctx context.Context, t *Target, err error) *ScanReport {
-		if err != nil {
-			return newScanReport(t.Location).fail(err)
+	return func(yield func(*ScanReport) bool) {
+		c, done := c.withPrefixPool(loc)
+		defer done()
+		for r := range pipeline(ctx, c, c.targets(ctx, loc, ScanCheck), func(ctx context.Context, t *Target, err error) *ScanReport {
+			if err != nil {
+				return newScanReport(t.Location).fail(err)
+			}
+			return c.scanTarget(ctx, t)
+		}, func(err error) *ScanReport { return newScanReport(loc).fail(cutShort(loc, err)) }) {
+			if !yield(r) {
+				return
+			}
 		}
-		return c.scanTarget(ctx, t)
-	}, func(err error) *ScanReport { return newScanReport(loc).fail(cutShort(loc, err)) })
+	}
 }
 
 // cutShort says an audit of loc ended before every file was checked.

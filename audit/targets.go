@@ -180,14 +180,27 @@ func (c *config) targets(ctx context.Context, loc string, check Check) iter.Seq2
 	}
 }
 
-// listPrefix yields the objects of a bucket prefix.
+// listPrefix yields the objects of a bucket prefix as they are listed. An
+// object the driver cannot read under its real key is yielded with its
+// error (reported as not checked, never skipped); any other listing error
+// ends the listing, reported for the prefix.
 func (c *config) listPrefix(ctx context.Context, loc string, check Check, yield func(Target, error) bool) {
-	objs, err := blobstore.List(ctx, loc)
-	if err != nil {
-		yield(Target{Location: loc}, &source.IOError{Location: loc, Op: "list", Err: err})
-		return
+	objs := blobstore.Objects(ctx, loc)
+	if c.pool != nil {
+		objs = c.pool.Objects(ctx, loc)
 	}
-	for _, o := range objs {
+	for o, err := range objs {
+		if err != nil {
+			var ke *blobstore.KeyError
+			if errors.As(err, &ke) && o.Key != "" {
+				if !yield(Target{Location: o.URL}, &source.IOError{Location: ke.URL, Op: "open", Err: err}) {
+					return
+				}
+				continue
+			}
+			yield(Target{Location: loc}, &source.IOError{Location: loc, Op: "list", Err: err})
+			return
+		}
 		if check == ValidateCheck && !validateName(o.URL) {
 			continue
 		}

@@ -53,6 +53,8 @@ func Validate(ctx context.Context, loc string, opts ...Option) iter.Seq[*Validat
 		return func(yield func(*ValidateReport) bool) { yield(newValidateReport(loc).unreadable(err)) }
 	}
 	return func(yield func(*ValidateReport) bool) {
+		c, done := c.withPrefixPool(loc)
+		defer done()
 		n := 0
 		for r := range pipeline(ctx, c, c.targets(ctx, loc, ValidateCheck), func(ctx context.Context, t *Target, err error) *ValidateReport {
 			if err != nil {

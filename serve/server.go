@@ -31,6 +31,7 @@ import (
 
 	"github.com/gosafetensors/safetensors/audit"
 	"github.com/gosafetensors/safetensors/remote"
+	"github.com/gosafetensors/safetensors/remote/blobstore"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
 )
@@ -43,6 +44,7 @@ type Server struct {
 	locs      locationPolicy
 	addrs     *addrPolicy
 	hub       *remote.Hub
+	pool      *blobstore.Pool // one client per bucket, for the server's life
 	srcOpts   []source.Option
 	auditOpts []audit.Option
 	m         *metrics
@@ -105,12 +107,16 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s.hub = hub
-	s.srcOpts = []source.Option{source.WithRemote(ropts...), source.WithHub(hub)}
+	if s.pool, err = blobstore.NewPool(); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	s.srcOpts = []source.Option{source.WithRemote(ropts...), source.WithHub(hub), source.WithBlob(blobstore.WithPool(s.pool))}
 	localBytes := s.m.bytesRead.WithLabelValues("local")
 	s.auditOpts = []audit.Option{
 		audit.WithSource(s.srcOpts...),
 		audit.WithTorch(torch.WithLimits(c.limits.Scan)),
 		audit.WithReadCounter(func(n int) { localBytes.Add(float64(n)) }),
+		audit.WithPool(s.pool),
 	}
 	if c.root != "" {
 		r, err := os.OpenRoot(c.root)
@@ -127,12 +133,13 @@ func New(opts ...Option) (*Server, error) {
 // Handler returns the service's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Close releases the root.
+// Close releases the root and the bucket clients.
 func (s *Server) Close() error {
+	err := s.pool.Close()
 	if s.root != nil {
-		return s.root.Close()
+		err = errors.Join(err, s.root.Close())
 	}
-	return nil
+	return err
 }
 
 // Serve answers requests on l until ctx is done, then drains: it stops
