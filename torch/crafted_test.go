@@ -474,6 +474,9 @@ func craftedFiles() []craftedEntry {
 	for _, e := range tarCraftedFiles() {
 		add(e)
 	}
+	for _, e := range budgetCraftedFiles() {
+		add(e)
+	}
 	add(craftedEntry{Name: "tar_gnu_sparse_ext_pickle.tar", Class: "container-polyglot",
 		Attack:      "a GNU sparse member with an extension block shifts every later header by 512 bytes in Python's tarfile; a decoy header hides the pickle member torch unpickles: posix.system",
 		ScanVerdict: "dangerous", Globals: []string{"posix.system"}, Entry: "tar member pickle", Convert: "refuse", ConvertErr: "not allowed",

@@ -61,7 +61,7 @@ func Scan(r io.ReaderAt, size int64, name string, opts ...Option) (*ScanReport, 
 // report's verdict is clean.
 func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanReport, c *Checkpoint, err error) {
 	lim = lim.withInflateBudget(size)
-	rep = &ScanReport{Path: name, Format: FormatUnknown}
+	rep = &ScanReport{Path: name, Format: FormatUnknown, walks: pickle.NewWalks(walkBudget(size))}
 	defer func() {
 		// last line of defence, see NewReader
 		if p := recover(); p != nil {
@@ -173,7 +173,7 @@ func fastOpen(r io.ReaderAt, size int64, lim *Limits) (c *Checkpoint, err error)
 	if err != nil {
 		return nil, nil
 	}
-	rep := &ScanReport{}
+	rep := &ScanReport{walks: pickle.NewWalks(walkBudget(size))}
 	switch c.Format {
 	case FormatZip:
 		scanZipExcept(r, size, lim, rep, c.pickleEntry)
@@ -190,6 +190,13 @@ func fastOpen(r io.ReaderAt, size int64, lim *Limits) (c *Checkpoint, err error)
 	}
 	return c, nil
 }
+
+// walkBudget is the walk budget of a scan of a size-byte file (see
+// pickle.Walks): a few walks of every byte, at least about a second's
+// worth. A checkpoint torch writes is decoded, not walked; the walker runs
+// where decoding stops and over bytes no structure explains, so a file
+// that spends the budget is one a scan could never call clean.
+func walkBudget(size int64) int64 { return pickle.DefaultWalkBudget + 16*max(size, 0) }
 
 // pickleScan is what scanSource found.
 type pickleScan struct {

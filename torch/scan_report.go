@@ -59,7 +59,8 @@ type ScanReport struct {
 	distinctBytes int64
 	openErr       error // the strict decoder's error, if it refused the file
 
-	walks *pickle.Walks // shared by the pickles and walks of one scan
+	walks    *pickle.Walks // shared by the pickles and walks of one scan
+	inflated int64         // bytes of compressed records inflated (work, for the tests)
 }
 
 // walker returns the walk state of the scan, made on first use.

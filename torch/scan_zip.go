@@ -34,6 +34,7 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 	}
 	fr.Close()
 	lim.spendInflate(int64(buf.Len()))
+	rep.inflated += int64(buf.Len())
 	if err != nil {
 		rep.addProblem(fmt.Sprintf("%s: compressed data is corrupt after %d bytes: %v", e.Name, buf.Len(), err))
 	}
@@ -66,6 +67,7 @@ func scanDeflated(z *zipArchive, e *zipEntry, lim *Limits, rep *ScanReport) {
 	}
 	w := rep.walker().WalkReader(fr, from, end, rep.sink(e.Name), st)
 	lim.spendInflate(w.Pos() - from)
+	rep.inflated += w.Pos() // inflated again to from, then walked
 	if w.Pos() >= limit {
 		// through the walker's reader: it has read ahead of Pos
 		if w.More() {

@@ -30,7 +30,7 @@ func (m *memo[T]) put(idx uint64, v T) {
 	case idx < uint64(len(m.dense)):
 		m.dense[idx] = v
 	case idx == uint64(len(m.dense)):
-		if _, ok := m.sparse[idx]; ok {
+		if _, ok := m.sparse[idx]; ok && m.sparse != nil {
 			delete(m.sparse, idx)
 		} else {
 			m.count++

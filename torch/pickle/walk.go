@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/gosafetensors/safetensors/torch/internal/pylong"
 	"io"
+	"math"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -66,9 +67,10 @@ type Walker struct {
 	jumpAt, jumpTo int64
 
 	// work counts opcodes stepped, bytes skipped to resynchronise and
-	// memo entries cleared: what the walk costs, for the tests and the
-	// budget of re-walks
-	work int64
+	// memo entries cleared: what the walk costs; the walk stops (spent)
+	// when it reaches limit, what is left of the audit's budget
+	work, limit int64
+	spent       bool
 }
 
 // jump moves pos past the gap between the frame bytes CPython read and the
@@ -95,7 +97,7 @@ type frameWalk struct {
 const maxFrameEnds = 64
 
 func newWalker(r io.Reader, start, end int64, a Auditor, st *State) *Walker {
-	w := &Walker{r: bufio.NewReaderSize(r, 32<<10), pos: start, end: end, audit: a}
+	w := &Walker{r: bufio.NewReaderSize(r, 32<<10), pos: start, end: end, audit: a, limit: math.MaxInt64}
 	if st != nil {
 		w.stack, w.marks, w.memo, w.memoLost = st.stack, st.marks, st.memo, st.memoLost
 		w.bottomLost, w.marksLost = st.bottomLost, st.marksLost
@@ -336,6 +338,10 @@ func (w *Walker) reset() {
 
 func (w *Walker) run() {
 	for w.pos < w.end {
+		if w.work >= w.limit {
+			w.spent = true
+			return
+		}
 		off := w.pos
 		b, ok := w.byte()
 		if !ok {
@@ -371,6 +377,9 @@ func (w *Walker) resync() {
 		if err != nil || w.pos >= w.end {
 			w.end = min(w.end, w.pos)
 			return
+		}
+		if w.work >= w.limit {
+			return // run stops
 		}
 		if Op(b[0]) == OpProto {
 			if b2, err := w.r.Peek(2); err == nil && b2[1] <= 5 {
@@ -678,21 +687,54 @@ func (w *Walker) memoIndex(op Op) (uint64, bool) {
 	return uint64(i), isInt && i >= 0
 }
 
-// maxFrameWalkBytes bounds the bytes walked again from the ends of FRAMEs
-// that run past their STOP (beyond the first such walk of a report).
-const maxFrameWalkBytes = 256 << 20
-
 // maxCrossPrefix bounds the opcode bytes read from a frame before an
 // argument that crossed its end (a GLOBAL's module line, at most).
 const maxCrossPrefix = 64 << 10
 
-// Walks is shared by the machines and walkers of one audit: the walks of
-// what CPython may read from FRAME ends (where a FRAME runs past its STOP,
-// or an argument crosses a frame end, CPython's buffering decides where it
-// reads on; both places are walked) are made once each, within a budget.
+// Walks is shared by the machines and walkers of one audit: it holds the
+// audit's walk budget, and makes each walk from a FRAME end once (where a
+// FRAME runs past its STOP, or an argument crosses a frame end, CPython's
+// buffering decides where it reads on, and both places are walked).
+//
+// The budget is in units of work that a file cannot amplify: opcodes
+// stepped, bytes skipped to resynchronise, memo entries cleared, over
+// every walk of the audit. Without it, n frames ending at n offsets of a
+// long tail make n walks of the tail. When it is spent, the walk under way
+// stops and no other walk starts; the auditor is told once, so the audit
+// can never pass the file as clean.
 type Walks struct {
 	walked map[frameWalkKey]bool
-	bytes  int64
+	work   int64
+	budget int64
+	told   bool
+
+	// the memory of the last walk, for the next one: walks from many
+	// frame ends must not each grow a stack and a memo from nothing
+	spare *Walker
+}
+
+// walker returns a walker over r (see newWalker), reusing the memory of
+// the last one released.
+func (ws *Walks) walker(r io.Reader, start, end int64, a Auditor, st *State) *Walker {
+	w := ws.spare
+	ws.spare = nil
+	if w == nil || st != nil {
+		return newWalker(r, start, end, a, st)
+	}
+	br, stack, marks, mem := w.r, w.stack[:0], w.marks[:0], w.memo
+	br.Reset(r)
+	mem.reset()
+	*w = Walker{r: br, pos: start, end: end, audit: a, limit: math.MaxInt64, stack: stack, marks: marks, memo: mem}
+	return w
+}
+
+// release keeps w's memory for the next walk (if it is not too large to
+// keep).
+func (ws *Walks) release(w *Walker) {
+	if cap(w.stack)+cap(w.memo.dense) <= 1<<20 {
+		w.frameEnds = nil
+		ws.spare = w
+	}
 }
 
 type frameWalkKey struct {
@@ -700,8 +742,47 @@ type frameWalkKey struct {
 	opOff, crossAt  int64 // see frameWalk
 }
 
-// NewWalks returns the walk state of one audit.
-func NewWalks(_ int64) *Walks { return &Walks{} }
+// DefaultWalkBudget is the budget of NewWalks(0): what a few walks of a
+// 1 MiB file cost, and about a second of walking.
+const DefaultWalkBudget = 16 << 20
+
+// NewWalks returns the walk state of one audit with a budget of that many
+// units of work (0: DefaultWalkBudget).
+func NewWalks(budget int64) *Walks {
+	if budget <= 0 {
+		budget = DefaultWalkBudget
+	}
+	return &Walks{budget: budget}
+}
+
+// Work returns what the walks of the audit cost so far: opcodes stepped,
+// bytes skipped to resynchronise, memo entries cleared.
+func (ws *Walks) Work() int64 { return ws.work }
+
+// Spent reports whether the budget ran out (some bytes were not walked).
+func (ws *Walks) Spent() bool { return ws.told }
+
+// run walks w within what is left of the budget.
+func (ws *Walks) run(w *Walker, off int64) {
+	if ws.work >= ws.budget {
+		ws.spend(w.audit, off)
+		return
+	}
+	w.limit = ws.budget - ws.work
+	w.run()
+	ws.work += w.work
+	if w.spent {
+		ws.spend(w.audit, w.pos)
+	}
+}
+
+// spend tells the auditor, once, that the budget is spent.
+func (ws *Walks) spend(a Auditor, off int64) {
+	if !ws.told {
+		ws.told = true
+		a.Problem(off, fmt.Sprintf("the walk budget of the scan (%d opcodes, skipped bytes and memo entries) is spent: from here on, and in every later walk, bytes were not walked for globals", ws.budget))
+	}
+}
 
 // Walk walks [from, end) of the region at base of ra, reporting to a,
 // starting from st (nil: a fresh pickle), and then what CPython may read
@@ -710,9 +791,11 @@ func (ws *Walks) Walk(ra io.ReaderAt, base, from, end int64, a Auditor, st *Stat
 	if from >= end {
 		return
 	}
-	w := newWalker(io.NewSectionReader(ra, base+from, end-from), from, end, a, st)
-	w.run()
-	for _, fw := range w.frameEnds {
+	w := ws.walker(io.NewSectionReader(ra, base+from, end-from), from, end, a, st)
+	ws.run(w, from)
+	frameEnds := w.frameEnds
+	ws.release(w)
+	for _, fw := range frameEnds {
 		ws.frameEnd(ra, base, fw, end, a)
 	}
 }
@@ -723,7 +806,7 @@ func (ws *Walks) Walk(ra io.ReaderAt, base, from, end int64, a Auditor, st *Stat
 // read.
 func (ws *Walks) WalkReader(r io.Reader, start, end int64, a Auditor, st *State) *Walker {
 	w := newWalker(r, start, end, a, st)
-	w.run()
+	ws.run(w, start)
 	return w
 }
 
@@ -750,6 +833,7 @@ func (ws *Walks) frameEnd(ra io.ReaderAt, base int64, fw frameWalk, end int64, a
 		queue = queue[1:]
 		if w := ws.walkFrom(ra, base, fw, end, a); w != nil {
 			queue = append(queue, w.frameEnds...)
+			ws.release(w)
 		}
 	}
 }
@@ -770,25 +854,20 @@ func (ws *Walks) walkFrom(ra io.ReaderAt, base int64, fw frameWalk, end int64, a
 	if ws.walked == nil {
 		ws.walked = make(map[frameWalkKey]bool)
 	}
-	if ws.bytes > 0 && end-fe > maxFrameWalkBytes-ws.bytes {
-		a.Problem(fe, "too many FRAMEs run past their STOP or are crossed; the bytes from this frame end were not walked again")
-		return nil
-	}
 	prefix := fw.crossAt - fw.opOff
 	if prefix < 0 || prefix > maxCrossPrefix {
 		a.Problem(fw.opOff, fmt.Sprintf("the opcode whose argument crosses the frame end at %d is too long to walk again", fe))
 		return nil
 	}
 	ws.walked[k] = true
-	ws.bytes += end - fe
 	var r io.Reader = io.NewSectionReader(ra, base+fe, end-fe)
 	if prefix > 0 {
 		r = io.MultiReader(io.NewSectionReader(ra, base+fw.opOff, prefix), r)
 	}
-	w := newWalker(r, fw.opOff, end, a.FrameEnd(), fw.st)
+	w := ws.walker(r, fw.opOff, end, a.FrameEnd(), fw.st)
 	if prefix > 0 {
 		w.jumpAt, w.jumpTo = fw.crossAt, fe
 	}
-	w.run()
+	ws.run(w, fe)
 	return w
 }
