@@ -47,6 +47,7 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 		return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key list is a %s, not a list", typeName(vals[4]))
 	}
 	stores := make(map[*storageRef]*Storage, len(storages))
+	prefetchLegacyHeaders(r, size, pos, keyList, storages)
 	for _, kv := range keyList.Items {
 		key, ok := kv.(string)
 		if !ok {

@@ -343,6 +343,7 @@ func scanLegacyTail(r io.ReaderAt, size, pos int64, keys any, storages map[strin
 	if !ok {
 		return // Open reports it; torch stops there
 	}
+	prefetchLegacyHeaders(r, size, pos, l, storages)
 	for _, k := range l.Items {
 		key, _ := k.(string)
 		ref := storages[key]
