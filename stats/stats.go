@@ -182,10 +182,18 @@ send:
 			a.merge(p)
 		}
 		out[i] = finish(t, a)
-		if a.n > 0 && (math.IsInf(a.m2, 0) || math.IsNaN(a.m2) || math.IsInf(a.mean, 0)) {
+		switch {
+		case a.n > 0 && (math.IsInf(a.m2, 0) || math.IsNaN(a.m2) || math.IsInf(a.mean, 0)):
 			// Deviations too large for float64 (F64 values near
 			// ±1.8e308): summarise again with every value scaled down.
-			if err := rescaled(ctx, t, &out[i], chunk); err != nil {
+			if err := rescaled(ctx, t, &out[i], chunk, hugeScale); err != nil {
+				return nil, err
+			}
+		case a.n > 1 && a.max > a.min && a.m2 < tinyM2:
+			// Deviations so small their squares lose bits or vanish
+			// (F64 values below ~1e-154 square to subnormals or 0):
+			// summarise again scaled up.
+			if err := rescaled(ctx, t, &out[i], chunk, tinyScale); err != nil {
 				return nil, err
 			}
 		}
@@ -221,11 +229,20 @@ type blocks struct {
 // ones normal.
 const hugeScale = 0x1p-600
 
+// tinyScale brings float64 values whose deviations are below 2^-450 up
+// far enough that their squares are normal: such deviations only exist
+// between values below ~2^-398, which stay below 2^202 scaled, their
+// squares finite. tinyM2 is the sum of squares below which it is used.
+const (
+	tinyScale = 0x1p+600
+	tinyM2    = 0x1p-900
+)
+
 // rescaled recomputes s's mean and standard deviation from t's values
-// times hugeScale, on one worker, and scales them back: the standard
+// times scale, on one worker, and scales them back: the standard
 // deviation is then +Inf only if it truly exceeds float64's range.
-func rescaled(ctx context.Context, t *safetensors.Tensor, s *Stats, chunk int64) error {
-	bl := &blocks{f32: make([]float32, block), f64: make([]float64, block), scale: hugeScale}
+func rescaled(ctx context.Context, t *safetensors.Tensor, s *Stats, chunk int64, scale float64) error {
+	bl := &blocks{f32: make([]float32, block), f64: make([]float64, block), scale: scale}
 	buf := make([]byte, min(chunk, max(t.Size(), 1)))
 	b, err := summarise(t, buf, bl, 0, t.Size())
 	if err != nil {
@@ -234,8 +251,8 @@ func rescaled(ctx context.Context, t *safetensors.Tensor, s *Stats, chunk int64)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.Mean = b.mean / hugeScale
-	s.Std = math.Sqrt(b.m2/float64(b.n)) / hugeScale
+	s.Mean = b.mean / scale
+	s.Std = math.Sqrt(b.m2/float64(b.n)) / scale
 	return nil
 }
 
