@@ -20,6 +20,7 @@ const (
 	pidNone   pidMode = iota // plain pickle: BINPERSID is an error
 	pidZip                   // ('storage', type, key, location, numel)
 	pidLegacy                // ('storage', type, key, location, numel, view_metadata)
+	pidTar                   // the tar "pickle" member: a tensor key, or any tuple (see pidValue)
 )
 
 // policy is torch.load's unpickler as far as a state dict needs it,
@@ -110,9 +111,13 @@ func (p *policy) charge(n int) *Error {
 }
 
 // FindClass checks a GLOBAL, STACK_GLOBAL (or, in scan mode, INST) name
-// against the allowlist the moment it is read.
+// against the allowlist the moment it is read, as torch names it.
 func (p *policy) FindClass(module, name string, off int64) (any, error) {
+	module, mapped := torchModule(module, p.pids == pidZip || p.scan != nil && p.scan.rep.zipLoader)
 	a, verdict, reason := classifyGlobal(module, name)
+	if mapped != "" {
+		reason = withMapping(reason, mapped)
+	}
 	if p.scan != nil {
 		p.scan.global(module, name, off, verdict, reason)
 		return &global{module: module, name: name, off: off, allow: a}, nil
@@ -127,6 +132,31 @@ func (p *policy) FindClass(module, name string, off int64) (any, error) {
 	}
 	return nil, &Error{Kind: ErrNotAllowed, Entry: p.entry, Offset: off, Global: full,
 		Msg: fmt.Sprintf("refusing global %s (%s)", full, reason)}
+}
+
+// zipModuleMapping is torch's load_module_mapping: its zip loader's
+// find_class imports the value where a pickle names the key (torch's
+// legacy and tar loaders map nothing).
+var zipModuleMapping = map[string]string{"torch.tensor": "torch._tensor"}
+
+// torchModule returns the module torch's find_class imports for module,
+// and the name as written when the zip loader mapped it ("" otherwise).
+func torchModule(module string, zipLoader bool) (string, string) {
+	if !zipLoader {
+		return module, ""
+	}
+	if m, ok := zipModuleMapping[module]; ok {
+		return m, module
+	}
+	return module, ""
+}
+
+func withMapping(reason, written string) string {
+	m := "written " + written + "; torch's zip loader imports " + zipModuleMapping[written]
+	if reason == "" {
+		return m
+	}
+	return reason + " (" + m + ")"
 }
 
 // nextID returns a fresh object identity (shared by the pickles of a file

@@ -394,7 +394,16 @@ func (p *policy) rebuildParameter(g *global, args pickle.Tuple, off int64) (any,
 
 // PersistentLoad validates a BINPERSID tuple: only torch's
 // ('storage', <storage class>, key, location, numel[, view_metadata]).
+//
+// In scan mode, ids that torch's persistent_load answers with a part of the
+// id itself yield that part (see pidValue), so that a STACK_GLOBAL fed by
+// them is named.
 func (p *policy) PersistentLoad(pid any, off int64) (any, error) {
+	if p.scan != nil {
+		if v, ok := p.pidValue(pid); ok {
+			return v, nil
+		}
+	}
 	v, err := p.storagePID(pid, off)
 	if err != nil {
 		if p.scan != nil {
@@ -406,6 +415,47 @@ func (p *policy) PersistentLoad(pid any, off int64) (any, error) {
 	return v, nil
 }
 
+// pidValue is what torch's persistent_load returns for an id that is not a
+// storage, where that is part of the id: the legacy loader returns data[0]
+// of a ('module', data...) id (a whole-module save's class), the tar
+// loader's "pickle" member saved_id[0] of any tuple, and for anything else
+// the tensor its tensors member stored under that key (tarTensor: not a
+// str). ok is false where torch reads the id as a storage (or refuses it).
+func (p *policy) pidValue(pid any) (any, bool) {
+	t, isTuple := pid.(pickle.Tuple)
+	switch p.pids {
+	case pidTar:
+		if isTuple && len(t) > 0 {
+			return t[0], true
+		}
+		return tarTensor{}, true
+	case pidLegacy:
+		if isTuple && len(t) >= 2 && pidTag(t[0]) == "module" {
+			return t[1], true
+		}
+	}
+	return nil, false
+}
+
+// tarTensor stands for what a tar checkpoint's persistent id names: a
+// tensor (or storage) read from its tensors (storages) member.
+type tarTensor struct{}
+
+func (tarTensor) TypeName() string { return "tensor of the tar checkpoint" }
+func (tarTensor) Describe() string { return "tensor of the tar checkpoint" }
+
+// pidTag is a persistent id's type name as torch decodes it
+// (_maybe_decode_ascii: bytes are ASCII-decoded).
+func pidTag(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
 func (p *policy) storagePID(pid any, off int64) (*storageRef, *Error) {
 	if p.pids == pidNone {
 		return nil, p.errf(ErrCorrupt, off, "persistent id (BINPERSID) in a pickle that cannot contain one")
@@ -414,14 +464,7 @@ func (p *policy) storagePID(pid any, off int64) (*storageRef, *Error) {
 	if !ok || len(t) == 0 {
 		return nil, p.errf(ErrCorrupt, off, "persistent id is a %s, not a ('storage', ...) tuple", pickle.Describe(pid))
 	}
-	var tag string
-	switch x := t[0].(type) {
-	case string:
-		tag = x
-	case []byte:
-		tag = string(x)
-	}
-	if tag != "storage" {
+	if tag := pidTag(t[0]); tag != "storage" {
 		return nil, p.errf(ErrCorrupt, off, "persistent id tag %s; only 'storage' is allowed", describeArg(t[0]))
 	}
 	want := 5

@@ -397,6 +397,7 @@ func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 // scanZipExcept is scanZip without decoding the member named skip (which
 // the strict decoder read in full).
 func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip string) {
+	rep.zipLoader = true
 	z, err := readZip(r, size, lim)
 	if err != nil {
 		rep.addProblem(errMsg(err))

@@ -58,6 +58,9 @@ type ScanReport struct {
 	distinct      map[string]bool // module.name or opcode|target already listed past the cap
 	distinctBytes int64
 	openErr       error // the strict decoder's error, if it refused the file
+	// zipLoader: the pickles are read as torch's zip loader reads them
+	// (with its module mapping)
+	zipLoader bool
 
 	walks    *pickle.Walks // shared by the pickles and walks of one scan
 	inflated int64         // bytes of compressed records inflated (work, for the tests)
@@ -255,11 +258,15 @@ func (s *scanSink) Import(g pickle.Import) {
 	case g.How == pickle.Extension:
 		s.global(g.Module, g.Name, g.Offset, verdictNotAllowed, "copyreg extension code")
 	default:
-		_, v, why := classifyGlobal(g.Module, g.Name)
+		module, mapped := torchModule(g.Module, s.rep.zipLoader)
+		_, v, why := classifyGlobal(module, g.Name)
+		if mapped != "" {
+			why = withMapping(why, mapped)
+		}
 		if v != verdictAllowed && g.Walked {
 			why += walkedReason
 		}
-		s.global(g.Module, g.Name, g.Offset, v, why)
+		s.global(module, g.Name, g.Offset, v, why)
 	}
 }
 

@@ -228,8 +228,8 @@ func scanTarMember(r io.ReaderAt, base, n int64, name, entry string, lim *Limits
 		scanTarStorages(r, base, n, entry, lim, rep)
 	case "tensors":
 		scanTarTensors(r, base, n, entry, lim, rep)
-	default:
-		scanPickles(r, base, 0, n, entry, pidLegacy, lim, rep, 1, nil)
+	default: // "pickle", unpickled with legacy_load's persistent_load
+		scanPickles(r, base, 0, n, entry, pidTar, lim, rep, 1, nil)
 	}
 }
 
