@@ -64,20 +64,11 @@ func (s *Server) openLocal(ctx context.Context, loc string) (*source.Object, err
 
 // inspect answers with what `inspect --json` prints for the request.
 func (s *Server) inspect(w http.ResponseWriter, r *http.Request) {
-	q, code, reason, err := s.readRequest(w, r)
-	if err != nil {
-		s.fail(w, r, code, reason, err)
-		return
-	}
-	defer q.close()
-	release, err := s.acquire(r.Context())
-	if err != nil {
-		s.failAdmission(w, r, err)
-		return
-	}
-	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.limits.AuditTimeout)
-	defer cancel()
+	s.audit(w, r, func(ctx context.Context, q *request) { s.writeInspect(ctx, w, r, q) })
+}
+
+// writeInspect writes the inspect object for q, or the error.
+func (s *Server) writeInspect(ctx context.Context, w http.ResponseWriter, r *http.Request, q *request) {
 	rep, _, err := s.describe(ctx, q)
 	if err != nil {
 		s.fail(w, r, modelErrorStatus(err), "", err)

@@ -97,6 +97,14 @@ func uploadObject(q *request) (*source.Object, error) {
 // scan answers with exactly what `scan --json` prints for the request:
 // an array, one report per file, streamed as the files are done.
 func (s *Server) scan(w http.ResponseWriter, r *http.Request) {
+	s.audit(w, r, func(ctx context.Context, q *request) {
+		s.writeScan(ctx, w, q)
+	})
+}
+
+// audit reads what a request names, admits it (503 when full) and runs it
+// within the audit's time budget.
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, run func(context.Context, *request)) {
 	q, code, reason, err := s.readRequest(w, r)
 	if err != nil {
 		s.fail(w, r, code, reason, err)
@@ -111,6 +119,11 @@ func (s *Server) scan(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.limits.AuditTimeout)
 	defer cancel()
+	run(ctx, q)
+}
+
+// writeScan streams the scan array for q.
+func (s *Server) writeScan(ctx context.Context, w http.ResponseWriter, q *request) {
 	w.Header().Set("Content-Type", "application/json")
 	out := &deadlineWriter{w: w, rc: http.NewResponseController(w), idle: s.cfg.limits.WriteIdleTimeout}
 	aw := audit.NewScanWriter(out)
