@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/audit"
@@ -24,9 +25,11 @@ import (
 //go:embed assets
 var assets embed.FS
 
+// The templates are parsed on first use, not at program start: the CLI's
+// other commands do not pay for them.
 var (
-	pageTmpl  = template.Must(template.ParseFS(assets, "assets/page.html"))
-	loginTmpl = template.Must(template.ParseFS(assets, "assets/login.html"))
+	pageTmpl  = sync.OnceValue(func() *template.Template { return template.Must(template.ParseFS(assets, "assets/page.html")) })
+	loginTmpl = sync.OnceValue(func() *template.Template { return template.Must(template.ParseFS(assets, "assets/login.html")) })
 )
 
 // The viewer's limits on what one page lists.
@@ -173,7 +176,7 @@ func (s *Server) render(w http.ResponseWriter, status int, p *page) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	w.WriteHeader(status)
-	if err := pageTmpl.Execute(w, p); err != nil {
+	if err := pageTmpl().Execute(w, p); err != nil {
 		s.log.Warn("rendering the viewer", "error", err.Error())
 	}
 }
@@ -286,7 +289,7 @@ func (s *Server) loginPage(w http.ResponseWriter, msg string) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	w.WriteHeader(http.StatusUnauthorized)
-	loginTmpl.Execute(w, msg)
+	loginTmpl().Execute(w, msg)
 }
 
 // login checks a token posted from the login page and sets the session
