@@ -88,10 +88,10 @@ func (t *Tensor) Tensor() *safetensors.Tensor {
 
 // Progress is the state of a load, as WithProgress reports it.
 type Progress struct {
-	Bytes, Total     int64 // read so far, to read in all
-	Tensors, Of      int   // parts complete, parts in all
-	Elapsed          time.Duration
-	Requests, Errors int64 // transport requests so far (remote sources); reads that failed
+	Bytes, Total int64 // read so far, to read in all
+	Tensors, Of  int   // parts complete, parts in all
+	Elapsed      time.Duration
+	Requests     int64 // transport requests so far, retries included (remote sources)
 }
 
 // Stats describes a finished (or failed) load.
@@ -447,7 +447,6 @@ type assembly struct {
 	stopped   error      // fn's error: no call after it
 	delivered int
 	bytesDone atomic.Int64
-	failed    atomic.Int64
 }
 
 func (l *Loader) newAssembly(fn func(*Tensor) error, pool *fetch.Pool) *assembly {
@@ -558,7 +557,7 @@ func (a *assembly) report() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.l.cfg.progress(Progress{Bytes: a.bytesDone.Load(), Total: a.l.total, Tensors: a.delivered, Of: len(a.items),
-		Elapsed: time.Since(a.start), Requests: a.l.traffic().requests - a.base.requests, Errors: a.failed.Load()})
+		Elapsed: time.Since(a.start), Requests: a.l.traffic().requests - a.base.requests})
 }
 
 // run loads the parts: into the parts' buffers, delivered to fn, or, with
@@ -587,7 +586,6 @@ func (l *Loader) run(ctx context.Context, fn func(*Tensor) error, pool *fetch.Po
 		err = l.recheckFiles(checks)
 	}
 	if err != nil {
-		a.failed.Add(1)
 		err = l.describe(err)
 	}
 	after := l.traffic()
