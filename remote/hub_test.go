@@ -36,15 +36,16 @@ type hubServer struct {
 	hub, cdn *httptest.Server
 	cdnHost  string // host:port as written in redirects
 
-	mu       sync.Mutex
-	branches map[string]string            // branch -> commit
-	files    map[string]map[string][]byte // commit -> path -> bytes
-	hubReqs  atomic.Int64
-	cdnReqs  atomic.Int64
-	cdnAuth  atomic.Int64 // CDN requests that carried Authorization
-	hubNoTok atomic.Int64 // Hub requests without the token
-	cdnBare  atomic.Bool  // the CDN sends no validator
-	paths    []string     // every Hub path requested
+	mu        sync.Mutex
+	branches  map[string]string            // branch -> commit
+	files     map[string]map[string][]byte // commit -> path -> bytes
+	hubReqs   atomic.Int64
+	cdnReqs   atomic.Int64
+	cdnAuth   atomic.Int64 // CDN requests that carried Authorization
+	hubNoTok  atomic.Int64 // Hub requests without the token
+	cdnBare   atomic.Bool  // the CDN sends no validator
+	badDigest atomic.Bool  // the API lists a malformed LFS digest
+	paths     []string     // every Hub path requested
 }
 
 func newHubServer(t *testing.T) *hubServer {

@@ -25,8 +25,41 @@ const MaxInfoBytes = 32 << 20
 // file is the model: callers choose (package source does, as transformers
 // would).
 func (r *Repo) Files(ctx context.Context) ([]string, error) {
+	info, _, err := r.info(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, 0, len(info.Siblings))
+	for _, s := range info.Siblings {
+		if ValidRepoPath(s.Name) == nil {
+			files = append(files, s.Name)
+		}
+	}
+	slices.Sort(files)
+	return slices.Compact(files), nil
+}
+
+// repoInfo is the part of the repository API's answer this package reads.
+type repoInfo struct {
+	SHA      string `json:"sha"`
+	Siblings []struct {
+		Name   string `json:"rfilename"`
+		BlobID string `json:"blobId"`
+		Size   *int64 `json:"size"`
+		LFS    *struct {
+			SHA256      string `json:"sha256"`
+			Size        int64  `json:"size"`
+			PointerSize int64  `json:"pointerSize"`
+		} `json:"lfs"`
+	} `json:"siblings"`
+}
+
+// info asks the repository API about the revision (with ?blobs=true, the
+// size, git blob id and LFS digest of every file) and pins the commit it
+// names.
+func (r *Repo) info(ctx context.Context, blobs bool) (*repoInfo, string, error) {
 	if r.hub.offline {
-		return nil, fmt.Errorf("%s: %w", r.ref.String(), ErrOffline)
+		return nil, "", fmt.Errorf("%s: %w", r.ref.String(), ErrOffline)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -38,42 +71,34 @@ func (r *Repo) Files(ctx context.Context) ([]string, error) {
 	if r.ref.Type == "dataset" || r.ref.Type == "space" {
 		kind = r.ref.Type + "s"
 	}
-	u, err := url.Parse(strings.TrimSuffix(r.base.String(), "/") + "/api/" + kind + "/" + r.ref.Repo + "/revision/" + url.PathEscape(rev))
+	raw := strings.TrimSuffix(r.base.String(), "/") + "/api/" + kind + "/" + r.ref.Repo + "/revision/" + url.PathEscape(rev)
+	if blobs {
+		raw += "?blobs=true"
+	}
+	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, err)
+		return nil, "", fmt.Errorf("%w: %v", ErrInvalidURL, err)
 	}
 	name := Ref{Type: r.ref.Type, Repo: r.ref.Repo, Revision: r.ref.Revision}.String() + " (file list)"
 	b, err := r.hub.conn.get(ctx, u, name, MaxInfoBytes)
 	if err != nil {
-		return nil, err
+		return nil, name, err
 	}
-	var info struct {
-		SHA      string `json:"sha"`
-		Siblings []struct {
-			Name string `json:"rfilename"`
-		} `json:"siblings"`
-	}
+	var info repoInfo
 	if err := json.Unmarshal(b, &info, json.RejectUnknownMembers(false)); err != nil {
-		return nil, fmt.Errorf("%s: %w: the repository API's answer does not parse: %v", name, ErrProtocol, err)
+		return nil, name, fmt.Errorf("%s: %w: the repository API's answer does not parse: %v", name, ErrProtocol, err)
 	}
 	switch {
 	case info.SHA == "" && r.commit == "" && r.base.Host == r.hub.endpoint.Host:
-		return nil, fmt.Errorf("%s: %w: the Hub did not say which commit %q is (no sha); cannot pin the revision", name, ErrProtocol, r.ref.Revision)
+		return nil, name, fmt.Errorf("%s: %w: the Hub did not say which commit %q is (no sha); cannot pin the revision", name, ErrProtocol, r.ref.Revision)
 	case info.SHA != "" && !isCommit(info.SHA):
-		return nil, fmt.Errorf("%s: %w: sha %q is not a commit hash", name, ErrProtocol, info.SHA)
+		return nil, name, fmt.Errorf("%s: %w: sha %q is not a commit hash", name, ErrProtocol, info.SHA)
 	case info.SHA != "" && r.commit != "" && info.SHA != r.commit:
-		return nil, fmt.Errorf("%s: %w: listed commit %s, but files were read at %s", name, ErrObjectChanged, info.SHA, r.commit)
+		return nil, name, fmt.Errorf("%s: %w: listed commit %s, but files were read at %s", name, ErrObjectChanged, info.SHA, r.commit)
 	case info.SHA != "":
 		r.commit = info.SHA
 	}
-	files := make([]string, 0, len(info.Siblings))
-	for _, s := range info.Siblings {
-		if ValidRepoPath(s.Name) == nil {
-			files = append(files, s.Name)
-		}
-	}
-	slices.Sort(files)
-	return slices.Compact(files), nil
+	return &info, name, nil
 }
 
 // get reads a whole small response (an API answer, not an object's bytes:

@@ -2,6 +2,9 @@ package remote
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"fmt"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -45,12 +48,21 @@ func (h *hubServer) serveAPI(w http.ResponseWriter, r *http.Request) {
 		commit = rev
 	}
 	files, ok := h.files[commit]
-	type sib struct {
-		Name string `json:"rfilename"`
-	}
-	var sibs []sib
-	for name := range files {
-		sibs = append(sibs, sib{name})
+	var sibs []map[string]any
+	for name, data := range files {
+		sib := map[string]any{"rfilename": name}
+		if r.URL.Query().Get("blobs") == "true" {
+			sib["size"], sib["blobId"] = len(data), gitBlobID(data)
+			if len(data) > 1000 {
+				sum := fmt.Sprintf("%x", sha256.Sum256(data))
+				if h.badDigest.Load() {
+					sum = sum[:60]
+				}
+				sib["lfs"] = map[string]any{"sha256": sum, "size": len(data), "pointerSize": 134}
+				sib["blobId"] = gitBlobID([]byte("version https://git-lfs.github.com/spec/v1\noid sha256:" + sum + "\n"))
+			}
+		}
+		sibs = append(sibs, sib)
 	}
 	h.mu.Unlock()
 	if !ok {
@@ -137,4 +149,12 @@ func newAPIStub(t *testing.T, body string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// gitBlobID is git's object id of a blob holding data.
+func gitBlobID(data []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(data))
+	h.Write(data)
+	return fmt.Sprintf("%x", h.Sum(nil))
 }

@@ -88,6 +88,12 @@ type Config struct {
 	// Done is called, from the goroutine that read it, once every byte of
 	// c is in bufs. Calls are concurrent. An error stops the run.
 	Done func(c *Chunk, bufs [][]byte) error
+	// Stream, if set, replaces Buffers, the read and Done: a worker calls
+	// it for each chunk, which it reads and consumes itself (a download
+	// streams a range to disk through a small buffer, so memory does not
+	// grow with the chunk size). Calls are concurrent; an error stops the
+	// run.
+	Stream func(ctx context.Context, c *Chunk) error
 }
 
 // Stats counts a run's work.
@@ -136,6 +142,15 @@ func Run(ctx context.Context, srcs []Source, extents iter.Seq[Extent], total int
 	for range cfg.Concurrency {
 		g.Go(func() error {
 			for w := range ch {
+				if cfg.Stream != nil {
+					reads.Add(1)
+					if err := cfg.Stream(ctx, w.c); err != nil {
+						return err
+					}
+					bytes.Add(w.c.Bytes)
+					chunks.Add(1)
+					continue
+				}
 				n, err := readChunk(ctx, srcs[w.c.Src], w.c, w.bufs)
 				reads.Add(n)
 				if err != nil {
@@ -166,8 +181,8 @@ func check(srcs []Source, total int64, cfg *Config) error {
 		return fmt.Errorf("%w: minimum chunk %d outside [1, %d]", ErrConfig, cfg.MinChunk, cfg.MaxChunk)
 	case cfg.MaxPieces < 0:
 		return fmt.Errorf("%w: max pieces %d is negative", ErrConfig, cfg.MaxPieces)
-	case cfg.Buffers == nil || cfg.Done == nil:
-		return fmt.Errorf("%w: Buffers and Done are required", ErrConfig)
+	case cfg.Stream == nil && (cfg.Buffers == nil || cfg.Done == nil):
+		return fmt.Errorf("%w: Buffers and Done (or Stream) are required", ErrConfig)
 	case total < 0:
 		return fmt.Errorf("%w: total %d is negative", ErrConfig, total)
 	}
@@ -273,6 +288,14 @@ func (d *dispatcher) emit() error {
 	d.cur = nil
 	d.remaining -= c.Bytes
 	d.seq++
+	if d.cfg.Stream != nil {
+		select {
+		case d.ch <- work{c: c}:
+			return nil
+		case <-d.ctx.Done():
+			return context.Cause(d.ctx)
+		}
+	}
 	bufs, err := d.cfg.Buffers(d.ctx, c)
 	if err != nil {
 		return err

@@ -311,3 +311,59 @@ func TestRunDoneError(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestRunStream: with Stream, each chunk goes to a worker that reads it
+// itself; every byte of the extents is covered once, at most Concurrency
+// chunks at a time, and an error stops the run.
+func TestRunStream(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	es, _ := plan(r, []int{50_000, 70_000})
+	var mu sync.Mutex
+	covered := map[[2]int64]int{}
+	var inFlight, most atomic.Int64
+	st, err := Run(context.Background(), []Source{{R: zeros{}}, {R: zeros{}}}, seq(es), sum(es), Config{
+		Concurrency: 3, MaxChunk: 4000, MaxPieces: 1,
+		Stream: func(ctx context.Context, c *Chunk) error {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for {
+				m := most.Load()
+				if n <= m || most.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			if len(c.Pieces) != 1 {
+				return fmt.Errorf("chunk of %d pieces", len(c.Pieces))
+			}
+			p := c.Pieces[0]
+			mu.Lock()
+			for b := p.Off; b < p.Off+p.Len; b++ {
+				covered[[2]int64{int64(p.Src), b}]++
+			}
+			mu.Unlock()
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(covered)) != sum(es) || st.Bytes != sum(es) {
+		t.Fatalf("covered %d bytes (stats %d), want %d", len(covered), st.Bytes, sum(es))
+	}
+	for k, n := range covered {
+		if n != 1 {
+			t.Fatalf("byte %v streamed %d times", k, n)
+		}
+	}
+	if most.Load() > 3 {
+		t.Fatalf("%d chunks at once", most.Load())
+	}
+	stop := errors.New("stop")
+	_, err = Run(context.Background(), []Source{{R: zeros{}}}, seq([]Extent{{Len: 100_000}}), 100_000, Config{
+		Concurrency: 2, MaxChunk: 1000,
+		Stream: func(ctx context.Context, c *Chunk) error { return stop },
+	})
+	if !errors.Is(err, stop) {
+		t.Fatalf("err %v, want the Stream error", err)
+	}
+}

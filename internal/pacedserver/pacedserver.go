@@ -65,6 +65,12 @@ type File struct {
 	Size    int64
 	ETag    string    // strong ETag, quoted (default: derived from name and size)
 	ModTime time.Time // Last-Modified (default: the zero time, none sent)
+	// Header holds more headers for every response about the file (a
+	// Hub-shaped server's X-Repo-Commit, X-Linked-Etag).
+	Header http.Header
+	// Redirect, if set, answers every request with a 302 to this URL or
+	// path (and Header); Content is then not needed.
+	Redirect string
 }
 
 // Stats counts the server's work.
@@ -103,7 +109,7 @@ func Start(cfg Config, files map[string]File) (*Server, error) {
 	}
 	fs := make(map[string]File, len(files))
 	for name, f := range files {
-		if !strings.HasPrefix(name, "/") || f.Content == nil || f.Size < 0 {
+		if !strings.HasPrefix(name, "/") || (f.Content == nil && f.Redirect == "") || f.Size < 0 {
 			return nil, fmt.Errorf("pacedserver: file %q: want a path starting with / and content", name)
 		}
 		if f.ETag == "" {
@@ -211,8 +217,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	for k, v := range f.Header {
+		w.Header()[k] = v
+	}
+	if f.Redirect != "" {
+		http.Redirect(w, r, f.Redirect, http.StatusFound)
+		return
+	}
 	w.Header().Set("ETag", f.ETag)
-	w.Header().Set("Content-Type", "application/octet-stream")
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/octet-stream")
+	}
 	content := &countingReader{r: f.Content, s: s, name: path}
 	http.ServeContent(w, r, "", f.ModTime, io.NewSectionReader(content, 0, f.Size))
 }

@@ -169,3 +169,35 @@ func TestPacing(t *testing.T) {
 		t.Fatalf("after a 0.3 s stall, 0.5 MB took %v (slept %v)", d, slept)
 	}
 }
+
+// TestHeaderRedirect: a file's extra headers go with its responses; a
+// redirecting file answers 302 with them and serves no content.
+func TestHeaderRedirect(t *testing.T) {
+	data := []byte("0123456789")
+	s, err := Start(Config{}, map[string]File{
+		"/resolve/x": {Redirect: "/cdn/x", Header: http.Header{"X-Linked-Etag": {`"abc"`}}},
+		"/cdn/x":     {Content: bytes.NewReader(data), Size: int64(len(data)), Header: http.Header{"X-Repo-Commit": {"c"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := cl.Get(s.URL + "/resolve/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/cdn/x" || resp.Header.Get("X-Linked-Etag") != `"abc"` {
+		t.Fatalf("redirect: %d, Location %q, headers %v", resp.StatusCode, resp.Header.Get("Location"), resp.Header)
+	}
+	resp, err = http.Get(s.URL + "/resolve/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Equal(b, data) || resp.Header.Get("X-Repo-Commit") != "c" || s.Stats().Content != int64(len(data)) {
+		t.Fatalf("after the redirect: %q, headers %v, content %d", b, resp.Header, s.Stats().Content)
+	}
+}
