@@ -76,3 +76,6 @@ func (f *File) ReadRangeFunc(ctx context.Context, off, n int64, buf []byte, fn f
 	}
 	return f.conn.do(ctx, r)
 }
+
+// LastModified returns the Last-Modified pinned at open ("" if none).
+func (f *File) LastModified() string { return f.lastMod }

@@ -1,0 +1,567 @@
+package download
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gosafetensors/safetensors/internal/fetch"
+)
+
+// streamer is a source that streams a range through a small buffer
+// (remote.File); other sources are read with ReadAtContext or ReadAt
+// into a chunk-sized buffer.
+type streamer interface {
+	ReadRangeFunc(ctx context.Context, off, n int64, buf []byte, fn func(p []byte, pos int64) error) error
+}
+
+type contextReaderAt interface {
+	ReadAtContext(ctx context.Context, p []byte, off int64) (int, error)
+}
+
+// target is one file to put on disk: Size bytes of an object, written to
+// Part (with its journal beside it), checked against Digest as they
+// arrive, renamed to Dest once every byte is in and checked.
+type target struct {
+	Name   string // for messages: the repository path, URL or key
+	rel    string // path under a local directory (HTTP and buckets)
+	Dest   string
+	Part   string
+	Size   int64
+	Object string // identity recorded in the journal
+	Digest Digest
+	// open opens the object; its io.Closer, if any, is closed at the end.
+	open func(ctx context.Context) (io.ReaderAt, error)
+	// check, if set, is called with the opened object before a byte is
+	// read (the Hub's X-Linked-Etag against the listing).
+	check func(r io.ReaderAt) error
+
+	src     io.ReaderAt
+	f       *os.File
+	j       *journal
+	resumed int64 // bytes found on disk at the start
+
+	io       sync.Mutex // held by the committer and by finish: the files
+	finished bool       // finished or discarded: the committer leaves it
+	complete bool       // renamed into place, checked
+
+	mu           sync.Mutex // guards what follows
+	cond         sync.Cond
+	written      rangeSet // bytes written to f (durable or not)
+	durable      rangeSet // bytes the journal records
+	pending      rangeSet // written, not yet in the journal
+	pendingBytes int64
+}
+
+func (t *target) journalPath() string { return t.Part + ".journal" }
+
+// engine moves the bytes of many targets with one fetch run.
+type engine struct {
+	concurrency int
+	chunk       int64
+	streamBuf   int
+	noHash      bool // benchmarks only: hashing off, to measure its cost
+	progress    func(Progress)
+
+	moved   atomic.Int64 // bytes written this run
+	done    atomic.Int64 // bytes on disk, resumed included
+	total   int64
+	bufs    chan []byte // stream buffers, one per worker
+	chunks  chan []byte // chunk buffers for sources that cannot stream
+	kick    chan struct{}
+	targets []*target
+}
+
+// Progress reports a download's advance.
+type Progress struct {
+	Bytes int64 // bytes on disk of the files being downloaded (resumed ones included)
+	Total int64 // bytes of those files
+	Moved int64 // bytes moved over the network in this run
+}
+
+// run downloads every target, finishing each as soon as its last byte is
+// in and checked. On error, what was written is journalled for the next
+// run and nothing is renamed that was not checked.
+func (e *engine) run(ctx context.Context, targets []*target) (err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	e.targets = targets
+	e.bufs = make(chan []byte, e.concurrency)
+	e.chunks = make(chan []byte, e.concurrency)
+	e.kick = make(chan struct{}, 1)
+	for range e.concurrency {
+		e.bufs <- nil
+		e.chunks <- nil
+	}
+	defer func() {
+		for _, t := range targets {
+			t.closeFiles()
+			if c, ok := t.src.(io.Closer); ok && t.src != nil {
+				c.Close()
+			}
+		}
+	}()
+
+	// Prepare: partials resumed or created, sources opened, in parallel
+	// (each open is a request).
+	var srcs []fetch.Source
+	var active []*target
+	if err := parallel(ctx, e.concurrency, len(targets), func(i int) error { return e.prepare(ctx, targets[i]) }); err != nil {
+		return err
+	}
+	var total int64
+	for _, t := range targets {
+		e.total += t.Size
+		e.done.Add(t.resumed)
+		if m := t.Size - t.resumed; m > 0 {
+			srcs = append(srcs, fetch.Source{R: t.src, Name: t.Name})
+			active = append(active, t)
+			total += m
+		}
+	}
+	e.report()
+
+	// The committer journals progress; hashers check and finish files.
+	stopCommit := make(chan struct{})
+	commitDone := make(chan error, 1)
+	go func() { commitDone <- e.commitLoop(stopCommit, cancel) }()
+	defer func() {
+		close(stopCommit)
+		if cerr := <-commitDone; err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(targets))
+	for _, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.hashAndFinish(ctx, t); err != nil {
+				errs <- err
+				cancel(err)
+			}
+		}()
+	}
+	stopWake := context.AfterFunc(ctx, func() {
+		for _, t := range targets {
+			t.mu.Lock()
+			t.cond.Broadcast()
+			t.mu.Unlock()
+		}
+	})
+	defer stopWake()
+
+	extents := func(yield func(fetch.Extent) bool) {
+		for i, t := range active {
+			t.mu.Lock()
+			miss := t.written.missing(t.Size)
+			t.mu.Unlock()
+			for _, s := range miss {
+				if !yield(fetch.Extent{Src: i, Off: s.Off, Len: s.End - s.Off, Item: i, Pos: s.Off}) {
+					return
+				}
+			}
+		}
+	}
+	_, ferr := fetch.Run(ctx, srcs, iter.Seq[fetch.Extent](extents), total, fetch.Config{
+		Concurrency: e.concurrency, MaxChunk: e.chunk, MinChunk: max(e.chunk/8, 1), MaxPieces: 1,
+		Stream: func(ctx context.Context, c *fetch.Chunk) error { return e.stream(ctx, active[c.Src], c.Pieces[0]) },
+	})
+	if ferr != nil {
+		cancel(ferr)
+	}
+	wg.Wait()
+	close(errs)
+	// A hasher's error (a digest mismatch) is the cause: the fetch error
+	// it provoked is only its consequence.
+	for herr := range errs {
+		if !errors.Is(herr, context.Canceled) || ferr == nil {
+			return herr
+		}
+	}
+	if ferr != nil {
+		return ferr
+	}
+	return context.Cause(ctx)
+}
+
+// parallel runs fn(0..n-1) with at most limit at once; the first error
+// stops the others from starting.
+func parallel(ctx context.Context, limit, n int, fn func(i int) error) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(limit, 1))
+	var first error
+	var mu sync.Mutex
+	for i := range n {
+		mu.Lock()
+		stop := first != nil
+		mu.Unlock()
+		if stop || ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return first
+}
+
+// prepare resumes a target's partial file (or starts one) and opens its
+// object when bytes are missing.
+func (e *engine) prepare(ctx context.Context, t *target) error {
+	t.cond.L = &t.mu
+	if err := mkdirFor(t.Part); err != nil {
+		return err
+	}
+	if err := mkdirFor(t.Dest); err != nil {
+		return err
+	}
+	if err := e.resume(t); err != nil {
+		if !errors.Is(err, errStale) && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if err := e.start(t); err != nil {
+			return err
+		}
+	}
+	if t.resumed == t.Size {
+		return nil
+	}
+	r, err := t.open(ctx)
+	if err != nil {
+		return err
+	}
+	t.src = r
+	if t.check != nil {
+		if err := t.check(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resume reopens a partial and its journal.
+func (e *engine) resume(t *target) error {
+	set, err := readJournal(t.journalPath(), t.Object, t.Size)
+	if err != nil {
+		return err
+	}
+	if n := regularSize(t.Part); n != t.Size {
+		return fmt.Errorf("%w: the partial file holds %d bytes, not %d", errStale, n, t.Size)
+	}
+	f, err := os.OpenFile(t.Part, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	j, err := createJournal(t.journalPath(), t.Object, t.Size, set.s) // compacted
+	if err != nil {
+		f.Close()
+		return err
+	}
+	t.f, t.j = f, j
+	t.written.s = append([]span(nil), set.s...)
+	t.durable = *set
+	t.resumed = set.bytes()
+	return nil
+}
+
+// start creates a new partial, preallocated, and its journal.
+func (e *engine) start(t *target) error {
+	if err := removeIfExists(t.journalPath()); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(t.Part, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		return err
+	}
+	if err := preallocate(f, t.Size); err != nil {
+		f.Close()
+		os.Remove(t.Part)
+		return err
+	}
+	j, err := createJournal(t.journalPath(), t.Object, t.Size, nil)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	t.f, t.j, t.resumed = f, j, 0
+	t.written, t.durable = rangeSet{}, rangeSet{}
+	return nil
+}
+
+func (t *target) closeFiles() {
+	t.io.Lock()
+	defer t.io.Unlock()
+	if t.f != nil {
+		t.f.Close()
+		t.f = nil
+	}
+	if t.j != nil {
+		t.j.close()
+		t.j = nil
+	}
+}
+
+// stream reads one chunk of a target and writes it at its place.
+func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
+	write := func(b []byte, pos int64) error {
+		if _, err := t.f.WriteAt(b, pos); err != nil {
+			return fmt.Errorf("%s: writing %s: %w", t.Name, t.Part, err)
+		}
+		e.moved.Add(int64(len(b)))
+		e.done.Add(int64(len(b)))
+		t.wrote(e, pos, pos+int64(len(b)))
+		e.report()
+		return nil
+	}
+	if s, ok := t.src.(streamer); ok {
+		buf := <-e.bufs
+		if buf == nil {
+			buf = make([]byte, e.streamBuf)
+		}
+		defer func() { e.bufs <- buf }()
+		return s.ReadRangeFunc(ctx, p.Off, p.Len, buf, write)
+	}
+	buf := <-e.chunks
+	if int64(cap(buf)) < p.Len {
+		buf = make([]byte, e.chunk)
+	}
+	defer func() { e.chunks <- buf }()
+	b := buf[:p.Len]
+	var n int
+	var err error
+	if r, ok := t.src.(contextReaderAt); ok {
+		n, err = r.ReadAtContext(ctx, b, p.Off)
+	} else {
+		n, err = t.src.ReadAt(b, p.Off)
+	}
+	if n == len(b) && errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if err == nil && n < len(b) {
+		err = fmt.Errorf("%w: %d of %d bytes", fetch.ErrShortRead, n, len(b))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: reading bytes %d-%d: %w", t.Name, p.Off, p.Off+p.Len-1, err)
+	}
+	return write(b, p.Off)
+}
+
+// wrote records bytes written: the hasher may read them, the committer
+// journals them.
+func (t *target) wrote(e *engine, off, end int64) {
+	t.mu.Lock()
+	t.written.add(off, end)
+	t.pending.add(off, end)
+	t.pendingBytes += end - off
+	big := t.pendingBytes >= e.chunk
+	t.cond.Broadcast()
+	t.mu.Unlock()
+	if big {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (e *engine) report() {
+	if e.progress != nil {
+		e.progress(Progress{Bytes: e.done.Load(), Total: e.total, Moved: e.moved.Load()})
+	}
+}
+
+// commitPeriod is how often progress is journalled (more often when a
+// chunk's worth of bytes waits): what a kill loses is what arrived since.
+const commitPeriod = 100 * time.Millisecond
+
+// commitLoop journals progress until stop, then once more. A failure to
+// make bytes durable (a failing disk) stops the download.
+func (e *engine) commitLoop(stop <-chan struct{}, cancel context.CancelCauseFunc) error {
+	tick := time.NewTicker(commitPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return e.commit()
+		case <-tick.C:
+		case <-e.kick:
+		}
+		if err := e.commit(); err != nil {
+			cancel(err)
+			<-stop
+			return err
+		}
+	}
+}
+
+// commit makes every target's pending bytes durable, then journals them.
+func (e *engine) commit() error {
+	var first error
+	for _, t := range e.targets {
+		if err := t.commit(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (t *target) commit() error {
+	t.io.Lock()
+	defer t.io.Unlock()
+	if t.finished || t.f == nil {
+		return nil
+	}
+	t.mu.Lock()
+	spans := t.pending.take()
+	t.pendingBytes = 0
+	t.mu.Unlock()
+	if len(spans) == 0 {
+		return nil
+	}
+	if err := datasync(t.f); err != nil {
+		return err
+	}
+	for _, s := range spans {
+		t.durable.add(s.Off, s.End)
+	}
+	if t.j.records+len(spans) > compactAfter {
+		j, err := createJournal(t.journalPath(), t.Object, t.Size, t.durable.s)
+		if err != nil {
+			return err
+		}
+		t.j.close()
+		t.j = j
+		return nil
+	}
+	return t.j.append(spans)
+}
+
+// hashBufSize is the read size of the hashers, which read back from the
+// page cache what the workers wrote.
+const hashBufSize = 1 << 20
+
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, hashBufSize); return &b }}
+
+// hashAndFinish hashes a target's bytes in order, as the contiguous
+// prefix grows (reading them back from the file, where the page cache
+// still holds them), then checks the digest and moves the file into place.
+// On resume, the bytes already on disk are hashed first.
+func (e *engine) hashAndFinish(ctx context.Context, t *target) error {
+	var h hash.Hash
+	if !e.noHash {
+		h = t.Digest.newHash(t.Size)
+	}
+	var bp *[]byte
+	defer func() {
+		if bp != nil {
+			hashBufs.Put(bp)
+		}
+	}()
+	var hashed int64
+	for hashed < t.Size {
+		t.mu.Lock()
+		end := t.written.reach(hashed)
+		for end == hashed && ctx.Err() == nil {
+			t.cond.Wait()
+			end = t.written.reach(hashed)
+		}
+		t.mu.Unlock()
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if h == nil {
+			hashed = end
+			continue
+		}
+		if bp == nil {
+			bp = hashBufs.Get().(*[]byte)
+		}
+		for hashed < end {
+			b := (*bp)[:min(int64(len(*bp)), end-hashed)]
+			n, err := t.f.ReadAt(b, hashed)
+			if n < len(b) {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				return fmt.Errorf("%s: reading back bytes %d-%d of %s: %w", t.Name, hashed, hashed+int64(len(b))-1, t.Part, err)
+			}
+			h.Write(b)
+			hashed += int64(n)
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+		}
+	}
+	if h != nil {
+		if got := hexSum(h); got != t.Digest.Hex {
+			t.discard()
+			return &DigestError{File: t.Name, Expected: t.Digest, Actual: got}
+		}
+	}
+	return t.finish()
+}
+
+// discard removes a target's partial and journal.
+func (t *target) discard() {
+	t.io.Lock()
+	defer t.io.Unlock()
+	t.finished = true
+	if t.f != nil {
+		t.f.Close()
+		t.f = nil
+	}
+	if t.j != nil {
+		t.j.close()
+		t.j = nil
+	}
+	os.Remove(t.Part)
+	os.Remove(t.journalPath())
+}
+
+// finish syncs a complete, checked file and renames it into place.
+func (t *target) finish() error {
+	t.io.Lock()
+	defer t.io.Unlock()
+	t.finished = true
+	err := t.f.Sync()
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	t.f = nil
+	t.j.close()
+	t.j = nil
+	if err == nil {
+		err = os.Rename(t.Part, t.Dest)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(t.Dest))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	t.complete = true
+	return removeIfExists(t.journalPath())
+}
