@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gosafetensors/safetensors/hfcache"
 	"github.com/gosafetensors/safetensors/internal/pacedserver"
@@ -90,4 +92,120 @@ func gitBlob(b []byte) string {
 	h := Digest{Kind: "git-blob"}.newHash(int64(len(b)))
 	h.Write(b)
 	return hexSum(h)
+}
+
+// TestDigestMismatch: a server that flips one byte of one shard: the
+// download fails naming the file and both digests, the partial is removed,
+// and nothing is in snapshots/ (nor refs/).
+func TestDigestMismatch(t *testing.T) {
+	spec := smallSpec()
+	files, err := spec.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := "/model-00002-of-00003.safetensors"
+	h := startHub(t, files, pacedserver.Config{}, flipCDN(files, shard, 70_000))
+	cache := t.TempDir()
+	_, err = Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, 4)), WithCacheDir(cache), WithConcurrency(4), WithChunkSize(64<<10))
+	var de *DigestError
+	if !errors.As(err, &de) || !errors.Is(err, ErrDigest) {
+		t.Fatalf("err %v, want a DigestError", err)
+	}
+	data := h.content(t, shard)
+	sum := sha256.Sum256(data)
+	if !strings.Contains(err.Error(), "model-00002-of-00003.safetensors") || de.Expected.Hex != hex.EncodeToString(sum[:]) || de.Actual == de.Expected.Hex || len(de.Actual) != 64 {
+		t.Fatalf("error %q: want the file named, expected %x", err, sum)
+	}
+	repo := filepath.Join(cache, "models--org--model")
+	for _, dir := range []string{"snapshots", "refs"} {
+		if files := ls(t, filepath.Join(repo, dir)); len(files) != 0 {
+			t.Errorf("%s/ holds %v", dir, files)
+		}
+	}
+	for _, f := range ls(t, filepath.Join(repo, "blobs")) {
+		if strings.HasPrefix(f, hex.EncodeToString(sum[:])) {
+			t.Errorf("blobs/%s left", f)
+		}
+	}
+}
+
+// TestIncludeExclude: huggingface_hub's pattern rules select the files.
+func TestIncludeExclude(t *testing.T) {
+	h := newHubFixture(t, smallSpec(), pacedserver.Config{})
+	cache := t.TempDir()
+	res, err := Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, 2)), WithCacheDir(cache),
+		WithInclude("*.json", "sub/"), WithExclude("*index*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range res.Files {
+		got = append(got, f.Path)
+	}
+	if want := []string{"config.json", "sub/README.md"}; !slices.Equal(got, want) {
+		t.Fatalf("files %v, want %v", got, want)
+	}
+	if _, err := Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, 2)), WithCacheDir(cache), WithInclude("*.gguf")); !errors.Is(err, ErrNoFiles) {
+		t.Fatalf("no match: %v", err)
+	}
+	res, err = Download(context.Background(), "hf://"+testRepo+"/sub", WithHub(h.hub(t, 2)), WithCacheDir(cache))
+	if err != nil || len(res.Files) != 1 || res.Files[0].Path != "sub/README.md" {
+		t.Fatalf("a folder of the repository: %+v %v", res, err)
+	}
+}
+
+// TestResumeAfterCancel: a download stopped half way (its context
+// cancelled) continues from what is on disk: the second run moves the
+// bytes the first did not, plus at most one chunk per connection.
+func TestResumeAfterCancel(t *testing.T) {
+	const conc, chunk = 4, 64 << 10
+	spec := pacedserver.ModelSpec{Hidden: 256, Intermediate: 512, Layers: 4, Vocab: 1024, Shards: 3}
+	h := newHubFixture(t, spec, pacedserver.Config{Rate: 4 << 20})
+	var total int64
+	for _, p := range h.paths() {
+		if h.files[p].Size >= pacedserver.LFSThreshold {
+			total += h.files[p].Size
+		}
+	}
+	cache := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for h.dataRead() < total/2 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := Download(ctx, "hf://"+testRepo, WithHub(h.hub(t, conc)), WithCacheDir(cache), WithConcurrency(conc), WithChunkSize(chunk))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("first run: %v, want it cancelled", err)
+	}
+	first := h.dataRead()
+	if first >= total {
+		t.Fatalf("the first run read everything (%d bytes) before it was cancelled", first)
+	}
+	res, err := Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, conc)), WithCacheDir(cache), WithConcurrency(conc), WithChunkSize(chunk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := h.dataRead() - first
+	if limit := total - first + conc*chunk; second > limit {
+		t.Fatalf("second run moved %d bytes; the first moved %d of %d: want at most %d", second, first, total, limit)
+	}
+	if res.Resumed == 0 {
+		t.Fatal("nothing resumed")
+	}
+	t.Logf("first run %d of %d bytes, second %d (resumed %d)", first, total, second, res.Resumed)
+	checkSnapshot(t, h, cache)
+}
+
+// checkSnapshot compares every file of the snapshot with what is served.
+func checkSnapshot(t *testing.T, h *hubFixture, cache string) {
+	t.Helper()
+	snap := filepath.Join(cache, "models--org--model", "snapshots", testCommit)
+	for _, p := range h.paths() {
+		got, err := os.ReadFile(filepath.Join(snap, filepath.FromSlash(strings.TrimPrefix(p, "/"))))
+		if err != nil || !bytes.Equal(got, h.content(t, p)) {
+			t.Fatalf("%s differs from what was served (%v)", p, err)
+		}
+	}
 }

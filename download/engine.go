@@ -78,6 +78,17 @@ type engine struct {
 	chunks  chan []byte // chunk buffers for sources that cannot stream
 	kick    chan struct{}
 	targets []*target
+
+	// Bytes written and not yet journalled, over all targets: writers
+	// wait while they exceed half a chunk per connection. With a stream
+	// buffer of at most a quarter chunk (bytes received, not yet written),
+	// a kill loses less than a chunk per connection whatever the disk's
+	// pace (the journal commits every 100 ms, or as soon as a chunk's
+	// worth waits; a slow disk holds the writers back).
+	jmu         sync.Mutex
+	jcond       sync.Cond
+	unjournaled int64
+	stopped     bool
 }
 
 // Progress reports a download's advance.
@@ -97,6 +108,7 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 	e.bufs = make(chan []byte, e.concurrency)
 	e.chunks = make(chan []byte, e.concurrency)
 	e.kick = make(chan struct{}, 1)
+	e.jcond.L = &e.jmu
 	for range e.concurrency {
 		e.bufs <- nil
 		e.chunks <- nil
@@ -152,6 +164,10 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 		}()
 	}
 	stopWake := context.AfterFunc(ctx, func() {
+		e.jmu.Lock()
+		e.stopped = true
+		e.jcond.Broadcast()
+		e.jmu.Unlock()
 		for _, t := range targets {
 			t.mu.Lock()
 			t.cond.Broadcast()
@@ -334,7 +350,7 @@ func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 		e.done.Add(int64(len(b)))
 		t.wrote(e, pos, pos+int64(len(b)))
 		e.report()
-		return nil
+		return e.throttle(int64(len(b)))
 	}
 	if s, ok := t.src.(streamer); ok {
 		buf := <-e.bufs
@@ -387,6 +403,31 @@ func (t *target) wrote(e *engine, off, end int64) {
 	}
 }
 
+// throttle counts n bytes written and not journalled, and waits while
+// more than half a chunk per connection are.
+func (e *engine) throttle(n int64) error {
+	limit := int64(e.concurrency) * e.chunk / 2
+	e.jmu.Lock()
+	defer e.jmu.Unlock()
+	e.unjournaled += n
+	for e.unjournaled > limit && !e.stopped {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+		}
+		e.jcond.Wait()
+	}
+	return nil
+}
+
+// journalled counts n bytes made durable and journalled.
+func (e *engine) journalled(n int64) {
+	e.jmu.Lock()
+	e.unjournaled -= n
+	e.jcond.Broadcast()
+	e.jmu.Unlock()
+}
+
 func (e *engine) report() {
 	if e.progress != nil {
 		e.progress(Progress{Bytes: e.done.Load(), Total: e.total, Moved: e.moved.Load()})
@@ -421,28 +462,31 @@ func (e *engine) commitLoop(stop <-chan struct{}, cancel context.CancelCauseFunc
 func (e *engine) commit() error {
 	var first error
 	for _, t := range e.targets {
-		if err := t.commit(); err != nil && first == nil {
+		n, err := t.commit()
+		if err != nil && first == nil {
 			first = err
 		}
+		e.journalled(n)
 	}
 	return first
 }
 
-func (t *target) commit() error {
+// commit journals the target's pending bytes; it returns how many bytes
+// it took off the pending list (journalled, or given up on: a finished
+// target's, or a failed commit's, which then stops the download).
+func (t *target) commit() (int64, error) {
 	t.io.Lock()
 	defer t.io.Unlock()
-	if t.finished || t.f == nil {
-		return nil
-	}
 	t.mu.Lock()
 	spans := t.pending.take()
+	n := t.pendingBytes
 	t.pendingBytes = 0
 	t.mu.Unlock()
-	if len(spans) == 0 {
-		return nil
+	if t.finished || t.f == nil || len(spans) == 0 {
+		return n, nil
 	}
 	if err := datasync(t.f); err != nil {
-		return err
+		return n, err
 	}
 	for _, s := range spans {
 		t.durable.add(s.Off, s.End)
@@ -450,13 +494,13 @@ func (t *target) commit() error {
 	if t.j.records+len(spans) > compactAfter {
 		j, err := createJournal(t.journalPath(), t.Object, t.Size, t.durable.s)
 		if err != nil {
-			return err
+			return n, err
 		}
 		t.j.close()
 		t.j = j
-		return nil
+		return n, nil
 	}
-	return t.j.append(spans)
+	return n, t.j.append(spans)
 }
 
 // hashBufSize is the read size of the hashers, which read back from the

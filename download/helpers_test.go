@@ -43,11 +43,14 @@ func newHubFixture(t testing.TB, spec pacedserver.ModelSpec, cfg pacedserver.Con
 	return startHub(t, files, cfg)
 }
 
-func startHub(t testing.TB, files map[string]pacedserver.File, cfg pacedserver.Config) *hubFixture {
+func startHub(t testing.TB, files map[string]pacedserver.File, cfg pacedserver.Config, mutate ...func(served map[string]pacedserver.File)) *hubFixture {
 	t.Helper()
 	served, err := pacedserver.Hub(testRepo, testCommit, files)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, m := range mutate {
+		m(served)
 	}
 	h := &hubFixture{files: files, read: map[string]int64{}}
 	next := cfg.OnRead
@@ -131,6 +134,30 @@ func ls(t testing.TB, dir string) []string {
 		return nil
 	})
 	return out
+}
+
+// flipped serves r with one byte inverted.
+type flipped struct {
+	r   io.ReaderAt
+	off int64
+}
+
+func (f flipped) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.r.ReadAt(p, off)
+	if f.off >= off && f.off < off+int64(n) {
+		p[f.off-off] ^= 0xff
+	}
+	return n, err
+}
+
+// flipCDN makes the CDN serve the LFS file path with a byte flipped.
+func flipCDN(h map[string]pacedserver.File, path string, at int64) func(map[string]pacedserver.File) {
+	return func(served map[string]pacedserver.File) {
+		loc := served["/"+testRepo+"/resolve/main"+path].Redirect
+		f := served[loc]
+		f.Content = flipped{f.Content, at}
+		served[loc] = f
+	}
 }
 
 var _ = http.StatusOK

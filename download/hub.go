@@ -233,7 +233,7 @@ func resumed(ts []*target) int64 {
 }
 
 func newEngine(cfg *config) *engine {
-	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: streamBufSize, noHash: cfg.noHash, progress: cfg.progress}
+	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(streamBufSize, cfg.chunk/4)), noHash: cfg.noHash, progress: cfg.progress}
 }
 
 func cacheFor(cfg *config) (*hfcache.Cache, error) {
