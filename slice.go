@@ -16,6 +16,9 @@ type Selector struct {
 	Start, Stop, Step int64
 	HasStart, HasStop bool // false means "from the beginning" / "to the end"
 	Single            bool // select the one position Start; the dimension is dropped
+	// Rest is Python's Ellipsis ("..."): as many whole dimensions as the
+	// other selectors leave; at most one per subscript.
+	Rest bool
 }
 
 // All selects a whole dimension (":").
@@ -23,6 +26,10 @@ func All() Selector { return Selector{} }
 
 // At selects position i and drops the dimension.
 func At(i int64) Selector { return Selector{Start: i, HasStart: true, Single: true} }
+
+// Ellipsis stands for every dimension the other selectors do not name
+// ("..."), as in x[..., 0].
+func Ellipsis() Selector { return Selector{Rest: true} }
 
 // Range selects positions start up to (not including) stop.
 func Range(start, stop int64) Selector {
@@ -33,6 +40,9 @@ func Range(start, stop int64) Selector {
 func (x Selector) Every(step int64) Selector { x.Step = step; return x }
 
 func (x Selector) String() string {
+	if x.Rest {
+		return "..."
+	}
 	if x.Single {
 		return strconv.FormatInt(x.Start, 10)
 	}
@@ -51,16 +61,33 @@ func (x Selector) String() string {
 	return b.String()
 }
 
-// ParseSlice parses a subscript such as "0:2,:,-1" or "::2, 3" into one
-// Selector per dimension. The empty string selects everything.
+// ParseSlice parses a subscript such as "0:2,:,-1", "::2, 3" or
+// "..., -1" into one Selector per item, as Python reads what is between
+// the brackets of x[...]; the brackets themselves may be given too
+// ("[0:3]"). "..." is the Ellipsis, at most once. The empty string (or
+// "[]") selects everything.
 func ParseSlice(spec string) ([]Selector, error) {
-	if strings.TrimSpace(spec) == "" {
+	inner := strings.TrimSpace(spec)
+	if strings.HasPrefix(inner, "[") && strings.HasSuffix(inner, "]") {
+		inner = strings.TrimSpace(inner[1 : len(inner)-1])
+	}
+	if inner == "" {
 		return nil, nil
 	}
-	parts := strings.Split(spec, ",")
+	parts := strings.Split(inner, ",")
+	if strings.TrimSpace(parts[len(parts)-1]) == "" && len(parts) > 1 {
+		parts = parts[:len(parts)-1] // a trailing comma, as in x[0,]
+	}
 	out := make([]Selector, 0, len(parts))
+	rest := false
 	for i, p := range parts {
 		x, err := parseIndex(strings.TrimSpace(p))
+		if err == nil && x.Rest {
+			if rest {
+				err = fmt.Errorf("an index can only have a single ellipsis")
+			}
+			rest = true
+		}
 		if err != nil {
 			return nil, fmt.Errorf("slice %q, item %d %q: %v (%w)", spec, i, strings.TrimSpace(p), err, ErrInvalidSlice)
 		}
@@ -70,6 +97,9 @@ func ParseSlice(spec string) ([]Selector, error) {
 }
 
 func parseIndex(s string) (Selector, error) {
+	if s == "..." {
+		return Ellipsis(), nil
+	}
 	fields := strings.Split(s, ":")
 	if len(fields) > 3 {
 		return Selector{}, fmt.Errorf("too many colons")
@@ -124,6 +154,10 @@ type dimSel struct {
 
 // resolve checks idx against shape and returns one selection per dimension.
 func resolve(shape []int64, idx []Selector) ([]dimSel, error) {
+	idx, err := expandRest(idx, len(shape))
+	if err != nil {
+		return nil, err
+	}
 	if len(idx) > len(shape) {
 		return nil, fmt.Errorf("%d indices for a tensor of %d dimensions (%w)", len(idx), len(shape), ErrSliceOutOfRange)
 	}
@@ -175,6 +209,33 @@ func resolve(shape []int64, idx []Selector) ([]dimSel, error) {
 		sel[d] = dimSel{start: start, step: step, count: count, keep: true}
 	}
 	return sel, nil
+}
+
+// expandRest replaces an Ellipsis by as many whole dimensions as the other
+// selectors leave of ndim.
+func expandRest(idx []Selector, ndim int) ([]Selector, error) {
+	at := -1
+	for i, x := range idx {
+		if x.Rest {
+			if at >= 0 {
+				return nil, fmt.Errorf("an index can only have a single ellipsis (%w)", ErrInvalidSlice)
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return idx, nil
+	}
+	named := len(idx) - 1
+	if named > ndim {
+		return nil, fmt.Errorf("%d indices for a tensor of %d dimensions (%w)", named, ndim, ErrSliceOutOfRange)
+	}
+	out := make([]Selector, 0, ndim)
+	out = append(out, idx[:at]...)
+	for range ndim - named {
+		out = append(out, All())
+	}
+	return append(out, idx[at+1:]...), nil
 }
 
 // run is a contiguous byte range of the source: [off, off+n).

@@ -65,6 +65,16 @@ func TestSliceTable(t *testing.T) {
 		{"-2:-1", []int64{1, 4, 5}, seq(20, 40), 1},
 		{"::9223372036854775807", []int64{1, 4, 5}, seq(0, 20), 1},
 		{"1::9223372036854775806,:,4:", []int64{1, 4, 1}, []byte{el(1, 0, 4), el(1, 1, 4), el(1, 2, 4), el(1, 3, 4)}, 4},
+		// brackets as in Python, and the Ellipsis
+		{"[0:2]", []int64{2, 4, 5}, seq(0, 40), 1},
+		{" [ 1 ] ", []int64{4, 5}, seq(20, 40), 1},
+		{"[1,]", []int64{4, 5}, seq(20, 40), 1},
+		{"...", []int64{3, 4, 5}, seq(0, 60), 1},
+		{"[...]", []int64{3, 4, 5}, seq(0, 60), 1},
+		{"1,...", []int64{4, 5}, seq(20, 40), 1},
+		{"..., 1:3, 4", []int64{3, 2}, []byte{el(0, 1, 4), el(0, 2, 4), el(1, 1, 4), el(1, 2, 4), el(2, 1, 4), el(2, 2, 4)}, 6},
+		{"2,...,4", []int64{4}, []byte{el(2, 0, 4), el(2, 1, 4), el(2, 2, 4), el(2, 3, 4)}, 4},
+		{"2,3,4,...", []int64{}, []byte{el(2, 3, 4)}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.spec, func(t *testing.T) {
@@ -152,18 +162,21 @@ func TestSliceErrors(t *testing.T) {
 	r, _ := NewReader(bytes.NewReader(file), int64(len(file)), WithName("m.safetensors"))
 	x, _ := r.Tensor("x")
 	for spec, want := range map[string]error{
-		"3":       ErrSliceOutOfRange,
-		"-4":      ErrSliceOutOfRange,
-		"0:5":     ErrSliceOutOfRange,
-		"-5:":     ErrSliceOutOfRange,
-		"2:1":     ErrInvalidSlice,
-		"0,0,0":   ErrSliceOutOfRange,
-		":,4":     ErrSliceOutOfRange,
-		"a":       ErrInvalidSlice,
-		"::0":     ErrInvalidSlice,
-		"::-1":    ErrInvalidSlice,
-		"1:2:3:4": ErrInvalidSlice,
-		",":       ErrInvalidSlice,
+		"3":         ErrSliceOutOfRange,
+		"-4":        ErrSliceOutOfRange,
+		"0:5":       ErrSliceOutOfRange,
+		"-5:":       ErrSliceOutOfRange,
+		"2:1":       ErrInvalidSlice,
+		"0,0,0":     ErrSliceOutOfRange,
+		":,4":       ErrSliceOutOfRange,
+		"a":         ErrInvalidSlice,
+		"::0":       ErrInvalidSlice,
+		"::-1":      ErrInvalidSlice,
+		"1:2:3:4":   ErrInvalidSlice,
+		",":         ErrInvalidSlice,
+		"...,...":   ErrInvalidSlice,
+		"0,0,...,0": ErrSliceOutOfRange,
+		"[0:1":      ErrInvalidSlice,
 	} {
 		idx, err := ParseSlice(spec)
 		if err == nil {

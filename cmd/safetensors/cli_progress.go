@@ -57,3 +57,17 @@ func (p *progress) done() {
 	p.bar.Finish()
 	p.bar.Clear()
 }
+
+// terminalWidth is w's width when it is a terminal, else numpy's default
+// line width.
+func terminalWidth(w io.Writer) int {
+	if u, ok := w.(interface{ Underlying() io.Writer }); ok {
+		w = u.Underlying()
+	}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
+			return cols
+		}
+	}
+	return defaultLineWidth
+}

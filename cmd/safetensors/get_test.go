@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gosafetensors/safetensors"
@@ -178,23 +181,61 @@ func TestGetPrint(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{torchDir + "dtypes.safetensors", "f32"}, "[[      0,      -0,     1.5,     inf],\n [   -inf,     nan,   1e-45, 3.4e+38]]\n"},
+		// numpy's array2string(x, separator=", ") (TestGetPrintsLikeNumpy
+		// compares with numpy itself)
+		{[]string{torchDir + "dtypes.safetensors", "f32"}, "[[ 0.0e+00, -0.0e+00,  1.5e+00,      inf],\n [    -inf,      nan,  1.4e-45,  3.4e+38]]\n"},
 		{[]string{torchDir + "dtypes.safetensors", "bool"}, "[ True, False, False,  True,  True]\n"},
 		{[]string{torchDir + "dtypes.safetensors", "i8"}, "[-128,   -1,    0,    1,  127]\n"},
-		{[]string{torchDir + "dtypes.safetensors", "c64"}, "[      (1+2j), (-0.5-1.25j),     (inf+0j)]\n"},
-		{[]string{torchDir + "dtypes.safetensors", "f32", "--slice", "1,2"}, "1e-45\n"},
+		{[]string{torchDir + "dtypes.safetensors", "c64"}, "[ 1. +2.j  , -0.5-1.25j,  inf+0.j  ]\n"},
+		{[]string{torchDir + "dtypes.safetensors", "f32", "--slice", "1,2"}, "1.e-45\n"},
+		{[]string{torchDir + "dtypes.safetensors", "f32", "--slice", "[1, 2]"}, "1.e-45\n"},
+		{[]string{torchDir + "dtypes.safetensors", "f32", "--slice", "..., 2"}, "[1.5e+00, 1.4e-45]\n"},
 		{[]string{torchDir + "dtypes.safetensors", "f32", "--slice", "0:0"}, "[]\n"},
+		{[]string{torchDir + "tiny_transformer.safetensors", "position_ids", "--slice", "0, 2:5", "--as", "f32"}, "[2., 3., 4.]\n"},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"get"}, tc.args...)...)
 		if code != 0 || out != tc.want {
 			t.Errorf("get %v: exit %d\n%s\nwant\n%s%s", tc.args, code, out, tc.want, errOut)
 		}
 	}
-	// Over the limit: described, not printed.
+	// Over the limit: summarised with "...", and said so on stderr.
 	code, out, errOut := runCLI(t, "get", torchDir+"tiny_transformer.safetensors", "h.0.fc_in.weight", "--limit", "10")
-	if code != 0 || out != "h.0.fc_in.weight: F32 [16, 8] (128 values, 512 B)\n" || !strings.Contains(errOut, "-o") {
-		t.Errorf("large tensor: exit %d %q %q", code, out, errOut)
+	if code != 0 || !strings.Contains(out, " ...,\n") || strings.Count(out, "\n") != 13 || !strings.Contains(errOut, "summarised") {
+		t.Errorf("large tensor: exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// A summarised print reads only the elements it shows: printing a 16 MiB
+// tensor over HTTP moves a few KiB of it.
+func TestGetPrintReadsOnlyWhatItShows(t *testing.T) {
+	dir := t.TempDir()
+	data := make([]byte, 2048*2048*4)
+	if err := safetensors.WriteFile(filepath.Join(dir, "big.safetensors"), []safetensors.TensorData{{Name: "w", DType: safetensors.F32, Shape: []int64{2048, 2048}, Data: data}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int64
+	files := withETag(dir)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		files.ServeHTTP(countingResponse{w, &sent}, r)
+	}))
+	defer srv.Close()
+	code, out, errOut := runCLI(t, "get", srv.URL+"/big.safetensors", "w")
+	if code != 0 || !strings.Contains(out, "...") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if n := sent.Load(); n > 256<<10 {
+		t.Errorf("printing 36 values moved %d bytes of a %d-byte tensor", n, len(data))
+	}
+}
+
+type countingResponse struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c countingResponse) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	return c.ResponseWriter.Write(p)
 }
 
 func TestGetErrors(t *testing.T) {
