@@ -163,7 +163,7 @@ func printScan(w io.Writer, r *audit.ScanReport) {
 	case audit.Unsupported:
 		c = colorWarn
 	}
-	fmt.Fprintf(w, "%s: %s (%s)\n", r.Path, p.paint(c, r.Verdict.String()), r.Format)
+	fmt.Fprintf(w, "%s: %s (%s)\n", display(r.Path), p.paint(c, r.Verdict.String()), r.Format)
 	// Allowed globals are listed once each; the others at every use.
 	seen := map[string]bool{}
 	var allowed []string

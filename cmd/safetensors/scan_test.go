@@ -218,3 +218,18 @@ func TestScanIndexScansShards(t *testing.T) {
 		t.Fatalf("exit %d, %+v", code, res)
 	}
 }
+
+// A file name cannot write control characters to the terminal through
+// scan's text output.
+func TestScanTextQuotesPaths(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "evil\x1b[2Jname.pkl")
+	b, _ := os.ReadFile("../../testdata/malicious/reduce_posix_system_p2.pkl")
+	if err := os.WriteFile(name, b, 0o644); err != nil {
+		t.Skip("cannot make the file:", err)
+	}
+	_, out, _ := runCLI(t, "scan", name)
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, `\x1b[2Jname.pkl`) {
+		t.Fatalf("output %q", out)
+	}
+}
