@@ -3,6 +3,8 @@ package remote
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	safetensors "github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/convert"
+	"github.com/gosafetensors/safetensors/torch"
 )
 
 // BenchmarkHeaderRemoteVsLocal opens a file and parses its header over
@@ -121,4 +125,98 @@ func BenchmarkColumnSlice(b *testing.B) {
 	b.ReportMetric(float64(s1.Requests-s0.Requests)/n, "single-requests/op")
 	b.ReportMetric(float64(m1.Bytes-m0.Bytes)/n, "multi-bytes/op")
 	b.ReportMetric(float64(rows*cols/8), "slice-bytes")
+}
+
+// BenchmarkRemoteCheckpoint audits a 10,000-tensor zip checkpoint over
+// loopback HTTP (torch.Scan through a File) and, alternately, from memory
+// (the same synthetic object as an io.ReaderAt: the work without the
+// network); then converts a 50-storage, 50 MiB one over loopback and,
+// alternately, downloads it whole with one GET into io.Discard (what the
+// link can do at best) and converts it from a local file. It reports the medians, their ratios, and the
+// requests and bytes of the remote runs against the minimum.
+//
+//	go test ./remote/ -run '^$' -bench RemoteCheckpoint -benchtime 5x
+func BenchmarkRemoteCheckpoint(b *testing.B) {
+	b.Run("scan", func(b *testing.B) {
+		obj := sparseZip(b, 10_000, 1000)
+		minimum := zipMinimum(b, obj)
+		srv := serveObject(b, obj, obj.size)
+		var remote, local []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			if _, err := torch.Scan(obj, obj.size, "local"); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			f, err := Open(context.Background(), srv.URL+"/m")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := torch.Scan(f, f.Size(), f.Name()); err != nil {
+				b.Fatal(err)
+			}
+			local, remote = append(local, t1.Sub(t0)), append(remote, time.Since(t1))
+		}
+		n := float64(len(remote))
+		b.ReportMetric(float64(median(remote))/float64(median(local)), "remote/memory")
+		b.ReportMetric(float64(srv.requests.Load())/n, "requests/op")
+		b.ReportMetric(float64(srv.bytes.Load())/n/float64(minimum), "bytes/minimum")
+	})
+	b.Run("convert", func(b *testing.B) {
+		obj := sparseZip(b, 50, 1<<20)
+		srv := serveObject(b, obj, obj.size)
+		dir := b.TempDir()
+		out := filepath.Join(dir, "model.safetensors")
+		in := filepath.Join(dir, "pytorch_model.bin")
+		lf, err := os.Create(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(lf, io.NewSectionReader(obj, 0, obj.size)); err != nil {
+			b.Fatal(err)
+		}
+		lf.Close()
+		var conv, get, local []time.Duration
+		var reqs, moved int64
+		for b.Loop() {
+			tl := time.Now()
+			if _, err := convert.File(in, out, convert.WithOverwrite(true)); err != nil {
+				b.Fatal(err)
+			}
+			local = append(local, time.Since(tl))
+			t0 := time.Now()
+			resp, err := http.Get(srv.URL + "/m")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			t1 := time.Now()
+			r0, b0 := srv.requests.Load(), srv.bytes.Load()
+			f, err := Open(context.Background(), srv.URL+"/m")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ck, err := torch.NewReader(f, f.Size(), f.Name())
+			if err != nil {
+				b.Fatal(err)
+			}
+			plan, err := convert.PlanCheckpoint(ck, f.Name(), convert.WithVerifyFromCopy(true), convert.WithOverwrite(true))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := plan.Write(out); err != nil {
+				b.Fatal(err)
+			}
+			get, conv = append(get, t1.Sub(t0)), append(conv, time.Since(t1))
+			reqs, moved = reqs+srv.requests.Load()-r0, moved+srv.bytes.Load()-b0
+		}
+		n := float64(len(conv))
+		b.ReportMetric(float64(median(conv))/float64(median(get)), "convert/GET")
+		b.ReportMetric(float64(median(conv))/float64(median(local)), "remote/local")
+		b.ReportMetric(float64(reqs)/n, "requests/op")
+		b.ReportMetric(float64(moved)/n/float64(obj.size), "bytes/size")
+	})
 }
