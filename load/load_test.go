@@ -473,3 +473,22 @@ func TestLoadOtherSources(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadHTTPSingleFile(t *testing.T) {
+	spec := small
+	spec.Shards = 1
+	_, u, _ := serve(t, spec, pacedserver.Config{})
+	ref := reference(t, u)
+	l, err := load.Open(context.Background(), u, load.WithChunkSize(128<<10), load.WithTensorParallel(0, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, st := collect(t, l)
+	if len(got) != len(ref) || st.Requests == 0 {
+		t.Fatalf("%d tensors, stats %+v", len(got), st)
+	}
+	for _, g := range got {
+		expectPart(t, ref, g)
+	}
+}
