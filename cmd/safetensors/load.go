@@ -132,6 +132,9 @@ func runLoad(cmd *cobra.Command, stdout, stderr io.Writer, loc string, fl loadFl
 	var prog *progress // set before the load starts reporting
 	opts = append(opts, load.WithProgress(func(p load.Progress) { prog.update(p.Bytes) }))
 	ctx := cmdContext(cmd)
+	if so := sourceOptions(ctx); len(so) > 0 { // --trust-server
+		opts = append(opts, load.WithSourceOptions(so...))
+	}
 	l, err := load.Open(ctx, loc, opts...)
 	if err != nil {
 		return loadProblem(loc, err)

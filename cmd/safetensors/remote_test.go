@@ -94,4 +94,10 @@ func TestTrustServer(t *testing.T) {
 	if code != 0 || a != b {
 		t.Fatalf("get --trust-server: exit %d %s", code, errOut)
 	}
+	if code, _, errOut := runCLI(t, "load", url); code != 2 || !strings.Contains(errOut, "--trust-server") {
+		t.Fatalf("load without a validator: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "load", "--trust-server", url); code != 0 {
+		t.Fatalf("load --trust-server: exit %d %s", code, errOut)
+	}
 }
