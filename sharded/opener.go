@@ -68,16 +68,26 @@ type DirOpener struct {
 }
 
 // NewDirOpener returns an opener for the shards in dir. In a Hugging Face
-// cache snapshot (…/models--ORG--NAME/snapshots/REV), whose files are
+// cache snapshot (…/models--ORG--NAME/snapshots/REV, or a folder of it), whose files are
 // symbolic links into the repository's blobs/ folder, the root is the
 // repository folder, so those links are followed and nothing outside it.
 // Close the opener when done.
 func NewDirOpener(dir string) (*DirOpener, error) {
 	rootDir, sub := dir, ""
-	snaps := filepath.Dir(filepath.Clean(dir))
-	repo := filepath.Dir(snaps)
-	if filepath.Base(snaps) == "snapshots" && isHubCacheRepo(filepath.Base(repo)) {
-		rootDir, sub = repo, filepath.Join("snapshots", filepath.Base(filepath.Clean(dir)))
+	// The snapshot may be an ancestor: a subfolder of a repository.
+	for d := filepath.Clean(dir); ; {
+		snaps := filepath.Dir(d)
+		repo := filepath.Dir(snaps)
+		if filepath.Base(snaps) == "snapshots" && isHubCacheRepo(filepath.Base(repo)) {
+			if rel, err := filepath.Rel(repo, filepath.Clean(dir)); err == nil {
+				rootDir, sub = repo, rel
+			}
+			break
+		}
+		if snaps == d {
+			break
+		}
+		d = snaps
 	}
 	root, err := os.OpenRoot(rootDir)
 	if err != nil {

@@ -23,6 +23,7 @@ type config struct {
 	subfolder string
 	hub       *remote.Hub
 	torchKey  string
+	hubCache  *string // nil: the default cache; "": none
 }
 
 func buildConfig(opts []Option) (config, error) {
@@ -186,6 +187,9 @@ func openHub(ctx context.Context, loc string, c *config) (*Object, error) {
 	ref, err := remote.ParseHubURL(loc)
 	if err != nil {
 		return nil, &IOError{Location: loc, Op: "open", Err: err}
+	}
+	if p := cachedHub(ref, c); p != "" { // hubcache.go
+		return openLocal(p)
 	}
 	h, err := hubFor(c)
 	if err != nil {
