@@ -115,8 +115,10 @@ func Verify(ctx context.Context, location string, opts ...Option) (*Report, erro
 func classify(dir string) (kind, repoDir string) {
 	d := filepath.Clean(dir)
 	if _, _, ok := hfcache.ParseFolderName(filepath.Base(d)); ok {
-		if _, err := os.Stat(filepath.Join(d, "snapshots")); err == nil {
-			return "repo", d
+		for _, sub := range []string{"snapshots", "blobs"} {
+			if _, err := os.Stat(filepath.Join(d, sub)); err == nil {
+				return "repo", d
+			}
 		}
 	}
 	for p := d; ; {
@@ -235,7 +237,7 @@ func (v *verifier) repo(dir string) error {
 		return err
 	}
 	snaps, err := os.ReadDir(filepath.Join(dir, "snapshots"))
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	for _, s := range snaps {
