@@ -471,4 +471,3 @@ func (v *verifier) compare(dir string, st, pt *source.Model) {
 		}
 	}
 }
-

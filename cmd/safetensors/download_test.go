@@ -39,7 +39,11 @@ func hubServer(t *testing.T, spec pacedserver.ModelSpec, flip string) *pacedserv
 	return s
 }
 
-type flipByte struct{ r interface{ ReadAt([]byte, int64) (int, error) } }
+type flipByte struct {
+	r interface {
+		ReadAt([]byte, int64) (int, error)
+	}
+}
 
 func (f flipByte) ReadAt(p []byte, off int64) (int, error) {
 	n, err := f.r.ReadAt(p, off)
