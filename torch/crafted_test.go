@@ -551,13 +551,18 @@ func TestCrafted(t *testing.T) {
 			if out, err := exec.Command(py, filepath.Join(craftedDir, "make_python.py"), craftedDir).CombinedOutput(); err != nil {
 				t.Fatalf("make_python.py: %v\n%s", err, out)
 			}
+			if out, err := exec.Command(py, filepath.Join(testdata, "..", "docs", "security", "redteam", "make_fixtures.py"), craftedDir).CombinedOutput(); err != nil {
+				t.Fatalf("make_fixtures.py: %v\n%s", err, out)
+			}
+		} else {
+			t.Log("python3 not installed: the py_* and redteam_* fixtures are not rebuilt")
 		}
 		for _, e := range entries {
 			if err := os.WriteFile(filepath.Join(craftedDir, e.Name), e.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
-		all := slices.Concat(entries, pythonCrafted())
+		all := slices.Concat(entries, pythonCrafted(), redteamCrafted())
 		slices.SortFunc(all, func(a, b craftedEntry) int { return strings.Compare(a.Name, b.Name) })
 		b, _ := json.MarshalIndent(all, "", "  ")
 		if err := os.WriteFile(filepath.Join(craftedDir, "INDEX.json"), append(b, '\n'), 0o644); err != nil {
@@ -571,8 +576,8 @@ func TestCrafted(t *testing.T) {
 		}
 	}
 	idx := readCraftedIndex(t)
-	if len(idx) != len(entries)+len(pythonCrafted()) {
-		t.Fatalf("INDEX.json has %d entries, the generators %d", len(idx), len(entries)+len(pythonCrafted()))
+	if n := len(entries) + len(pythonCrafted()) + len(redteamCrafted()); len(idx) != n {
+		t.Fatalf("INDEX.json has %d entries, the generators %d", len(idx), n)
 	}
 	for _, e := range idx {
 		t.Run(e.Name, func(t *testing.T) { checkCrafted(t, e) })

@@ -34,3 +34,7 @@
 // the sentinels [ErrNotAllowed], [ErrUnsupported], [ErrCorrupt] or [ErrLimit]
 // with [errors.Is].
 package torch
+
+// The crafted attack files of testdata/crafted (Go-made, py_* and the
+// red-team reviews' redteam_*) are rebuilt by TestCrafted -update.
+//go:generate go test -run ^TestCrafted$ -update .

@@ -11,12 +11,13 @@ import (
 	"errors"
 	"github.com/gosafetensors/safetensors/torch/pickle"
 	"hash/crc32"
+	"io"
 	"math"
 	"math/big"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // ---- pickle builders ----
@@ -242,13 +243,10 @@ func TestHostileTextIntegers(t *testing.T) {
 	}
 	// a very long digit string is refused by length, fast
 	long := "I" + strings.Repeat("7", 1<<20) + "\n."
-	start := time.Now()
-	if _, err := decode(t, []byte(long), nil); err == nil {
-		t.Fatal("1 MiB INT accepted")
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("1 MiB INT took %v", d)
-	}
+	costs(t, "1 MiB INT", []byte(long), 2<<20, 32<<20, func(r io.ReaderAt, size int64) {
+		_, err := newVM(pickle.NewStream(r, 0, size), func() *Limits { l := DefaultLimits(); return &l }(), "long.pkl", pidNone, nil, nil).run()
+		wantErr(t, "1 MiB INT", err, ErrCorrupt, "over 3072 digits")
+	})
 
 	// End to end: a protocol-0 size of "010" is 8 elements in torch, and
 	// so here.
@@ -364,12 +362,10 @@ func TestHostileQuadraticReduce(t *testing.T) {
 	b = append(b, "e."...)
 	lim := DefaultLimits()
 	lim.MaxObjects = 1 << 22 // 2e8 insertions were done before the fix whatever the cap
-	start := time.Now()
-	_, err := decode(t, b, &lim)
-	wantErr(t, "OrderedDict of a shared list", err, ErrLimit, "objects")
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("took %v", d)
-	}
+	costs(t, "OrderedDict of a shared list", b, 1<<20, 128<<20, func(r io.ReaderAt, size int64) {
+		_, err := newVM(pickle.NewStream(r, 0, size), &lim, "od.pkl", pidZip, nil, nil).run()
+		wantErr(t, "OrderedDict of a shared list", err, ErrLimit, "objects")
+	})
 
 	// size/stride and torch.Size arguments longer than MaxDims are refused
 	// before any conversion
@@ -378,7 +374,7 @@ func TestHostileQuadraticReduce(t *testing.T) {
 		big = append(big, "K\x01"...)
 	}
 	big = append(big, "eq\x00"...)
-	_, err = decode(t, cat(big, "ctorch\nSize\nh\x00\x85R."), nil)
+	_, err := decode(t, cat(big, "ctorch\nSize\nh\x00\x85R."), nil)
 	wantErr(t, "torch.Size of 1000 ints", err, ErrCorrupt, "at most 64 ints")
 	_, err = decode(t, cat(big, "ctorch._utils\n_rebuild_tensor_v2\n(", hPid("FloatStorage", "0", 1), "K\x00h\x00h\x00", 0x89, "NtR."), nil)
 	wantErr(t, "size of 1000 ints", err, ErrCorrupt, "at most 64 ints")
@@ -787,14 +783,51 @@ func TestHostileGlobalsEverywhere(t *testing.T) {
 	}
 }
 
-// elapsed fails the test if f takes longer than max.
-func elapsed(t *testing.T, what string, max time.Duration, f func()) {
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.ReaderAt
+	n atomic.Int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// costs runs f on a reader of b and fails the test if it read more than
+// maxRead bytes or allocated more than maxAlloc: what a call costs,
+// counted (not timed), so that a regression to quadratic work fails
+// whatever the machine's speed or load.
+func costs(t *testing.T, what string, b []byte, maxRead, maxAlloc int64, f func(r io.ReaderAt, size int64)) {
 	t.Helper()
-	start := time.Now()
-	f()
-	if d := time.Since(start); d > max {
-		t.Fatalf("%s took %v (limit %v)", what, d, max)
+	c := &countingReader{r: bytes.NewReader(b)}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f(c, int64(len(b)))
+	runtime.ReadMemStats(&after)
+	read, alloc := c.n.Load(), int64(after.TotalAlloc-before.TotalAlloc)
+	t.Logf("%s: %d bytes read, %d allocated for a %d-byte file", what, read, alloc, len(b))
+	if read > maxRead {
+		t.Errorf("%s read %d bytes of a %d-byte file (at most %d)", what, read, len(b), maxRead)
 	}
+	if alloc > maxAlloc {
+		t.Errorf("%s allocated %d bytes for a %d-byte file (at most %d)", what, alloc, len(b), maxAlloc)
+	}
+}
+
+func openR(t *testing.T, r io.ReaderAt, size int64) (*Checkpoint, error) {
+	t.Helper()
+	return NewReader(r, size, "mem.pt")
+}
+
+func scanR(t *testing.T, r io.ReaderAt, size int64) *ScanReport {
+	t.Helper()
+	rep, err := Scan(r, size, "mem.pt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 // (c) A bare pickle file of 200k two-byte pickles: each one used to get a
@@ -803,12 +836,13 @@ func elapsed(t *testing.T, what string, max time.Duration, f func()) {
 func TestHostileManyTinyPickles(t *testing.T) {
 	b := bytes.Repeat([]byte("N."), 200000)
 	b = append(b, "cposix\nsystem\n."...)
-	elapsed(t, "Open", 2*time.Second, func() {
-		_, err := openBytes(t, b)
+	n := int64(len(b))
+	costs(t, "Open", b, 8*n, 128<<20, func(r io.ReaderAt, size int64) {
+		_, err := openR(t, r, size)
 		wantErr(t, "many pickles", err, ErrNotAllowed, "posix.system")
 	})
-	elapsed(t, "Scan", 2*time.Second, func() {
-		rep := scanBytes(t, b)
+	costs(t, "Scan", b, 8*n, 128<<20, func(r io.ReaderAt, size int64) {
+		rep := scanR(t, r, size)
 		if rep.Pickles != 200001 || strings.Join(rep.NotAllowed(), ",") != "posix.system" {
 			t.Fatalf("%d pickles, %v", rep.Pickles, rep.NotAllowed())
 		}
@@ -833,12 +867,13 @@ func TestHostileOverlappingPickleRecords(t *testing.T) {
 	binary.LittleEndian.PutUint16(end[10:], k)
 	binary.LittleEndian.PutUint32(end[12:], uint32(k*len(rec)))
 	b = append(b, end...)
-	elapsed(t, "Open", 2*time.Second, func() {
-		_, err := openBytes(t, b)
+	n := int64(len(b))
+	costs(t, "Open", b, 8*n, 512<<20, func(r io.ReaderAt, size int64) {
+		_, err := openR(t, r, size)
 		wantErr(t, "3000 aliases of one pickle", err, ErrCorrupt, "overlap")
 	})
-	elapsed(t, "Scan", 2*time.Second, func() {
-		if rep := scanBytes(t, b); rep.Safe() || rep.Pickles > 2 {
+	costs(t, "Scan", b, 8*n, 512<<20, func(r io.ReaderAt, size int64) {
+		if rep := scanR(t, r, size); rep.Safe() || rep.Pickles > 2 {
 			t.Fatalf("pickles %d", rep.Pickles)
 		}
 	})
@@ -889,8 +924,8 @@ func TestHostileLocalHeaderWalk(t *testing.T) {
 		h = append(h, bytes.Repeat([]byte("N0"), 10)...) // data: harmless opcodes
 		b = append(b, h...)
 	}
-	elapsed(t, "Scan", 3*time.Second, func() {
-		if rep := scanBytes(t, b); rep.Safe() {
+	costs(t, "Scan", b, 16*int64(len(b)), 128<<20, func(r io.ReaderAt, size int64) {
+		if rep := scanR(t, r, size); rep.Safe() {
 			t.Fatal("safe")
 		}
 	})
@@ -910,8 +945,8 @@ func TestHostileLeafAmplification(t *testing.T) {
 		pkl = append(pkl, "h\x01"...)
 	}
 	pkl = append(pkl, "eu."...)
-	elapsed(t, "DAG of 8.1M leaves", 2*time.Second, func() {
-		_, err := openBytes(t, hCheckpoint(pkl, "0", f32s(4)))
+	costs(t, "DAG of 8.1M leaves", hCheckpoint(pkl, "0", f32s(4)), 1<<20, 256<<20, func(r io.ReaderAt, size int64) {
+		_, err := openR(t, r, size)
 		wantErr(t, "DAG of 8.1M leaves", err, ErrLimit, "entries")
 	})
 
@@ -922,8 +957,8 @@ func TestHostileLeafAmplification(t *testing.T) {
 		pkl = append(pkl, "h\x00"...)
 	}
 	pkl = append(pkl, "e."...)
-	elapsed(t, "long shared names", 2*time.Second, func() {
-		_, err := openBytes(t, hCheckpoint(pkl))
+	costs(t, "long shared names", hCheckpoint(pkl), 1<<20, 64<<20, func(r io.ReaderAt, size int64) {
+		_, err := openR(t, r, size)
 		wantErr(t, "long shared names", err, ErrLimit, "names total")
 	})
 
@@ -954,8 +989,8 @@ func TestHostileHugeGlobalNames(t *testing.T) {
 		pkl = append(pkl, ")R"...)
 	}
 	pkl = append(pkl, "e."...)
-	elapsed(t, "Scan", 5*time.Second, func() {
-		rep := scanBytes(t, pkl)
+	costs(t, "Scan", pkl, 4*int64(len(pkl)), 512<<20, func(r io.ReaderAt, size int64) {
+		rep := scanR(t, r, size)
 		if rep.Safe() || len(rep.Globals) != 2000 || len(rep.DangerousOpcodes) != 2000 {
 			t.Fatalf("%d globals, %d opcodes", len(rep.Globals), len(rep.DangerousOpcodes))
 		}
@@ -963,8 +998,8 @@ func TestHostileHugeGlobalNames(t *testing.T) {
 			t.Fatalf("module of %d bytes in the report", len(g.Module))
 		}
 	})
-	elapsed(t, "Open", 2*time.Second, func() {
-		_, err := openBytes(t, pkl)
+	costs(t, "Open", pkl, 6*int64(len(pkl)), 512<<20, func(r io.ReaderAt, size int64) {
+		_, err := openR(t, r, size)
 		wantErr(t, "huge global", err, ErrNotAllowed, "refusing global")
 		var e *Error
 		if errors.As(err, &e); len(e.Global) > 2100 {

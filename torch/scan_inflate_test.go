@@ -5,9 +5,31 @@ import (
 	"compress/flate"
 	"encoding/binary"
 	"hash/crc32"
+	"os"
 	"strings"
 	"testing"
 )
+
+// inflateScale returns the inflate budget the tests use and the limits
+// that give it: 16 MiB (the same rules at a sixteenth of the work), or, with
+// GOSAFETENSORS_LONG=1, the default limits' 256 MiB (GiB-scale records).
+func inflateScale() (budget int, lim Limits) {
+	lim = DefaultLimits()
+	if os.Getenv("GOSAFETENSORS_LONG") != "" {
+		return minInflateBudget, lim
+	}
+	lim.MaxInflateBytes = 16 << 20
+	return int(lim.MaxInflateBytes), lim
+}
+
+func scanLim(t *testing.T, b []byte, lim Limits) *ScanReport {
+	t.Helper()
+	rep, err := Scan(bytes.NewReader(b), int64(len(b)), "mem.pt", WithLimits(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
 
 // zeroBomb returns a DEFLATE stream (non-final blocks, then an empty final
 // one): head, then mib MiB of zeros (about 1 KiB of stream per MiB), then
@@ -63,15 +85,17 @@ func deflatedZip(body []byte, usize uint32) []byte {
 // cut the scan. The work is counted, not timed: bytes inflated.
 func TestScanInflateBudget(t *testing.T) {
 	evil := []byte("cposix\nsystem\n.")
+	budget, lim := inflateScale()
+	within, past := budget>>22, budget>>18 // in MiB: 64 MiB and 1 GiB of a 256 MiB budget
 	for _, c := range []struct {
 		name      string
 		mib       int
 		at        string // where the global is: "end" after the zeros, "" none
 		dangerous bool
 	}{
-		{"global after 64 MiB of zeros", 64, "end", true},
-		{"global after 1 GiB of zeros", 1024, "end", false},
-		{"1 GiB of zeros", 1024, "", false},
+		{"global within the budget", within, "end", true},
+		{"global past the budget", past, "end", false},
+		{"zeros past the budget", past, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// the zeros are the payload of one BINBYTES, so that an
@@ -85,8 +109,8 @@ func TestScanInflateBudget(t *testing.T) {
 			if len(b) > 2<<20 {
 				t.Fatalf("bomb is %d bytes", len(b))
 			}
-			rep := scanBytes(t, b)
-			if budget := int64(minInflateBudget) + 2<<20; rep.inflated > budget {
+			rep := scanLim(t, b, lim)
+			if max := int64(budget) + 2<<20; rep.inflated > max {
 				t.Errorf("%d bytes inflated, more than the budget's %d", rep.inflated, budget)
 			}
 			switch v := rep.Verdict(); {
@@ -95,7 +119,7 @@ func TestScanInflateBudget(t *testing.T) {
 			case !c.dangerous && v == VerdictClean:
 				t.Fatal("verdict clean")
 			}
-			if p := strings.Join(rep.Problems, "\n"); c.mib >= 1024 && !strings.Contains(p, "inflate budget") && !strings.Contains(p, "walk budget") {
+			if p := strings.Join(rep.Problems, "\n"); c.mib == past && !strings.Contains(p, "inflate budget") && !strings.Contains(p, "walk budget") {
 				t.Errorf("no budget problem reported: %q", rep.Problems)
 			}
 		})
@@ -107,7 +131,8 @@ func TestScanInflateBudget(t *testing.T) {
 // DEFLATE stream with different sizes, which was inflated K times. It is
 // now one record, and all records share one budget.
 func TestScanFallbackSharedStream(t *testing.T) {
-	stream := zeroBomb(t, []byte("\x80\x02}q\x00("), 512, nil)
+	budget, lim := inflateScale()
+	stream := zeroBomb(t, []byte("\x80\x02}q\x00("), budget>>19, nil) // twice the budget
 	const k = 24
 	const name = "a.pkl"
 	// Header i's extra field holds headers i+1..k-1, so every header's
@@ -132,12 +157,12 @@ func TestScanFallbackSharedStream(t *testing.T) {
 		headers = append(headers, h)
 	}
 	b := append(headers[len(headers)-1], stream...)
-	rep := scanBytes(t, b)
+	rep := scanLim(t, b, lim)
 	if rep.Verdict() == VerdictClean {
 		t.Fatal("verdict clean")
 	}
 	// inflated once (plus once more to reach where decoding stopped), not k times
-	if max := 2*int64(minInflateBudget) + 4<<20; rep.inflated > max {
+	if max := 2*int64(budget) + 4<<20; rep.inflated > max {
 		t.Errorf("%d bytes inflated for %d headers on one stream (at most %d)", rep.inflated, k, max)
 	}
 }
@@ -157,19 +182,20 @@ func TestScanInflateBudgetReadAhead(t *testing.T) {
 		stream := zeroBomb(t, head, f>>20, tail)
 		return deflatedZip(stream, uint32(len(head)+f+gap+len(payload))), len(stream)
 	}
+	budget, lim := inflateScale()
 	for _, slack := range []int{50, 20000} {
 		// from = 2 (the opcode walk resumes at the BINBYTES8, which ends
-		// at 11 + f); the walk ends at from + 256 MiB less what was
+		// at 11 + f); the walk ends at from + the budget less what was
 		// inflated into memory
-		f := minInflateBudget
+		f := budget
 		var b []byte
 		for range 5 {
 			var csize int
 			b, csize = build(f, 10+slack)
 			mem := inflateRatio*csize + 1024
-			f = 2 + minInflateBudget - mem - 11 - 10
+			f = 2 + budget - mem - 11 - 10
 		}
-		rep := scanBytes(t, b)
+		rep := scanLim(t, b, lim)
 		if rep.Verdict() == VerdictDangerous {
 			t.Errorf("slack %d: the payload past the budget is named", slack)
 		}

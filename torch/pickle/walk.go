@@ -97,7 +97,10 @@ type frameWalk struct {
 const maxFrameEnds = 64
 
 func newWalker(r io.Reader, start, end int64, a Auditor, st *State) *Walker {
-	w := &Walker{r: bufio.NewReaderSize(r, 32<<10), pos: start, end: end, audit: a, limit: math.MaxInt64}
+	// no larger than the region: a file of thousands of tiny regions must
+	// not cost 32 KiB each
+	size := int(min(max(end-start, 16), 32<<10))
+	w := &Walker{r: bufio.NewReaderSize(r, size), pos: start, end: end, audit: a, limit: math.MaxInt64}
 	if st != nil {
 		w.stack, w.marks, w.memo, w.memoLost = st.stack, st.marks, st.memo, st.memoLost
 		w.bottomLost, w.marksLost = st.bottomLost, st.marksLost
@@ -718,13 +721,17 @@ type Walks struct {
 func (ws *Walks) walker(r io.Reader, start, end int64, a Auditor, st *State) *Walker {
 	w := ws.spare
 	ws.spare = nil
-	if w == nil || st != nil {
+	if w == nil || (end-start > int64(w.r.Size()) && w.r.Size() < 32<<10) {
 		return newWalker(r, start, end, a, st)
 	}
 	br, stack, marks, mem := w.r, w.stack[:0], w.marks[:0], w.memo
 	br.Reset(r)
 	mem.reset()
 	*w = Walker{r: br, pos: start, end: end, audit: a, limit: math.MaxInt64, stack: stack, marks: marks, memo: mem}
+	if st != nil {
+		w.stack, w.marks, w.memo, w.memoLost = st.stack, st.marks, st.memo, st.memoLost
+		w.bottomLost, w.marksLost = st.bottomLost, st.marksLost
+	}
 	return w
 }
 

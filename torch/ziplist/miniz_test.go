@@ -3,6 +3,7 @@ package ziplist
 import (
 	"bytes"
 	"compress/flate"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -115,9 +116,9 @@ func inComment(base, rec []byte) []byte {
 
 // minizScript opens each file with torch._C.PyTorchFileReader and prints,
 // per file, the records it lists and, for each record and each extra name
-// asked for, the bytes get_record returns (or "error: ...").
+// asked for, the SHA-256 of the bytes get_record returns (or "error: ...").
 const minizScript = `
-import json, sys
+import hashlib, json, sys
 import torch
 out = []
 for job in json.load(sys.stdin):
@@ -134,7 +135,7 @@ for job in json.load(sys.stdin):
         res["open"] = "error listing: %s" % str(e).split("\n")[0][:200]
     for n in res["records"] + job["names"]:
         try:
-            res["reads"][n] = bytes(r.get_record(n)).hex()
+            res["reads"][n] = hashlib.sha256(bytes(r.get_record(n))).hexdigest()
         except Exception as e:
             res["reads"][n] = "error: %s" % str(e).split("\n")[0][:120]
     out.append(res)
@@ -212,10 +213,11 @@ func TestMatchesMiniz(t *testing.T) {
 		}
 		j := job{Path: p, Names: []string{}}
 		if z, err := NewReader(bytes.NewReader(b), int64(len(b)), 1000); err == nil {
-			for _, e := range z.Entries {
-				if i := strings.IndexByte(e.Name, '/'); i > 0 {
-					rest := e.Name[i+1:]
-					j.Names = append(j.Names, rest, strings.ToUpper(rest))
+			for k, e := range z.Entries {
+				if i := strings.IndexByte(e.Name, '/'); i > 0 && k < 8 {
+					// the records themselves are read anyway; ask for a
+					// few names in other cases (miniz finds them without case)
+					j.Names = append(j.Names, strings.ToUpper(e.Name[i+1:]))
 				}
 			}
 		}
@@ -284,7 +286,6 @@ func TestMatchesMiniz(t *testing.T) {
 				continue
 			}
 			reads++
-			b, _ := hex.DecodeString(got)
 			e := z.Lookup(prefix + rec)
 			if e == nil {
 				if len(z.Problems) == 0 {
@@ -292,17 +293,17 @@ func TestMatchesMiniz(t *testing.T) {
 				}
 				continue
 			}
-			if ours, ok := entryBytes(f, e); ok && bytes.Equal(ours, b) {
+			if ours, ok := entryBytes(f, e); ok && sha(ours) == got {
 				continue
 			}
 			// another entry of the name (a duplicate) may be the one torch read
 			found := false
 			for _, o := range z.Entries {
 				ob, ok := entryBytes(f, o)
-				found = found || (ok && FoldName(o.Name) == FoldName(prefix+rec) && bytes.Equal(ob, b))
+				found = found || (ok && FoldName(o.Name) == FoldName(prefix+rec) && sha(ob) == got)
 			}
 			if !found && !problem(e) {
-				t.Errorf("%s: torch reads %q as %q; our entry %q holds other bytes and no problem says so", name, rec, clip(b), e.Name)
+				t.Errorf("%s: torch reads %q (sha256 %s); our entry %q holds other bytes and no problem says so", name, rec, got, e.Name)
 			}
 		}
 	}
@@ -312,9 +313,7 @@ func TestMatchesMiniz(t *testing.T) {
 	t.Logf("%d archives: %d listed (%d without a problem), %d refused; %d records torch read are what we read", len(names), listed, clean, refused, reads)
 }
 
-func clip(b []byte) string {
-	if len(b) > 60 {
-		return string(b[:60]) + "..."
-	}
-	return string(b)
+func sha(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }

@@ -13,7 +13,7 @@ def build(F):
     bio = io.BytesIO()
     with zipfile.ZipFile(bio, 'w') as z:
         z.writestr(zipfile.ZipInfo('archive/data.pkl'), pk, compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
-        z.writestr('archive/version', b'3\n'); z.writestr('archive/byteorder', b'little')
+        z.writestr(zipfile.ZipInfo('archive/version'), b'3\n'); z.writestr(zipfile.ZipInfo('archive/byteorder'), b'little')  # fixed dates: reproducible
     b = bio.getvalue()
     csize = zipfile.ZipFile(io.BytesIO(b)).getinfo('archive/data.pkl').compress_size
     return b, csize

@@ -5,7 +5,7 @@
 import sys, struct, io, pickle; import os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'lib')); from common import evil
 out = sys.argv[1]; harmless = len(sys.argv) > 2
 E = evil(harmless, proto=0)
-base = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../torch/noncontiguous_legacy.pt'), 'rb').read()
+base = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../../../testdata/torch/noncontiguous_legacy.pt'), 'rb').read()
 rest = base[15:]
 r = 1 << 17; N = r + 64
 frame = b'X' + struct.pack('<I', N) + b'J' * r
