@@ -22,6 +22,9 @@ type ScanReport struct {
 	Globals          []Global `json:"globals"`
 	DangerousOpcodes []Opcode `json:"dangerous_opcodes"`
 	Problems         []string `json:"problems"`
+	// UserAllowed lists the globals the file uses that are allowed only
+	// because the caller allowed them (torch.WithAllow, scan --allow).
+	UserAllowed []string `json:"user_allowed,omitempty"`
 	// Error says why the file could not be checked; set only with verdict
 	// Error.
 	Error string `json:"error,omitempty"`
@@ -207,6 +210,7 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 	for _, op := range rep.DangerousOpcodes {
 		r.DangerousOpcodes = append(r.DangerousOpcodes, Opcode{Opcode: op.Opcode, Entry: op.Entry, Offset: op.Offset, Target: op.Target})
 	}
+	r.UserAllowed = rep.UserAllowed
 	r.Verdict = verdictOf(rep.Verdict())
 	if r.Verdict == Clean && (modelErr != nil || len(r.Problems) > 0) {
 		r.Verdict = Invalid // a safetensors file that does not validate, a polyglot, a broken index

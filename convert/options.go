@@ -200,6 +200,16 @@ func WithReaderOptions(opts ...torch.Option) Option {
 	}
 }
 
+// WithAllow is WithReaderOptions(torch.WithAllow(globals...)): the
+// checkpoints File, PlanFile and Dir open may use these globals beyond the
+// allowlist (argparse.Namespace, numpy scalars and arrays...). Nothing is
+// imported or called; what they build is skipped like any value that is
+// not a tensor (Report.Skipped, kind "object"), and an allowed object
+// holding a tensor is refused. See torch.WithAllow for the names refused.
+func WithAllow(globals ...string) Option {
+	return WithReaderOptions(torch.WithAllow(globals...))
+}
+
 // outputCap returns the largest output the options allow for a checkpoint
 // whose storages hold stored bytes.
 func (o *options) outputCap(stored int64) int64 {

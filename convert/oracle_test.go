@@ -32,7 +32,7 @@ import (
 // oracle saw; it returns "" when they agree, a note when the comparison
 // does not apply (torch did not load it with allowlisted globals, convert
 // refused), or a failure.
-func convertAgainstTorch(t *testing.T, path string, r *torchoracle.Result) (fail, note string) {
+func convertAgainstTorch(t *testing.T, path string, r *torchoracle.Result, opts ...convert.Option) (fail, note string) {
 	t.Helper()
 	if r.Timeout || !r.Loaded || r.OffAllowlist() || r.TorchScript {
 		return "", "torch does not load it with allowlisted globals only: " + r.Error
@@ -41,7 +41,7 @@ func convertAgainstTorch(t *testing.T, path string, r *torchoracle.Result) (fail
 		return fmt.Sprintf("the oracle's backstop fired: %v", r.Events), ""
 	}
 	out := filepath.Join(t.TempDir(), "out.safetensors")
-	rep, err := convert.File(path, out)
+	rep, err := convert.File(path, out, opts...)
 	if err != nil {
 		return "", "convert refuses what torch loads: " + err.Error()
 	}
@@ -159,6 +159,38 @@ func TestConvertMatchesTorch(t *testing.T) {
 	t.Logf("%d checkpoints converted and compared with torch", compared)
 	if compared < 20 {
 		t.Errorf("only %d checkpoints compared: the corpus or the oracle is broken", compared)
+	}
+}
+
+// TestConvertMatchesTorchAllow: with globals allowed beyond the allowlist
+// (torch's hook allows them too), the tensors convert writes are torch's.
+func TestConvertMatchesTorchAllow(t *testing.T) {
+	cases := []struct {
+		file  string
+		allow []string
+	}{
+		{"argparse_namespace.pt", []string{"argparse.Namespace"}},
+		{"numpy_scalar.pt", []string{"numpy.core.multiarray.scalar", "numpy.dtype"}},
+		{"numpy_array.pt", []string{"numpy.core.multiarray._reconstruct", "numpy.ndarray", "numpy.dtype"}},
+	}
+	allow := slices.Clone(torchoracle.ScanAllowlist)
+	for _, c := range cases {
+		allow = append(allow, c.allow...)
+	}
+	o := torchoracle.Shared(t, torchoracle.Options{Allow: allow})
+	for _, c := range cases {
+		p := "../testdata/oracle/" + c.file
+		r, err := o.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Loaded {
+			t.Fatalf("%s: torch does not load it with %v allowed: %s", c.file, c.allow, r.Error)
+		}
+		fail, note := convertAgainstTorch(t, p, r, convert.WithAllow(c.allow...))
+		if fail != "" || note != "" {
+			t.Errorf("%s: %s%s", c.file, fail, note)
+		}
 	}
 }
 

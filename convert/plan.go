@@ -314,9 +314,9 @@ func noModelTensors(skipped []Skipped, prefix string) error {
 	}
 	switch {
 	case opt > 0 && tensors == 0:
-		return fmt.Errorf("%w: no model tensors: %s holds only optimizer state (%d tensors skipped; convert the model's checkpoint, or pick an entry with WithKey)", ErrInput, where, opt)
+		return fmt.Errorf("%w: no model tensors: %s holds only optimizer state (%d tensors skipped; convert the model's checkpoint, or choose an entry: WithKey, convert --key)", ErrInput, where, opt)
 	case tensors > 0:
-		return fmt.Errorf("%w: no model tensors in %s (%d tensors outside it; pick another entry with WithKey)", ErrInput, where, tensors)
+		return fmt.Errorf("%w: no model tensors in %s (%d tensors outside it; choose another entry: WithKey, convert --key)", ErrInput, where, tensors)
 	}
 	return fmt.Errorf("%w: no model tensors: %s holds no tensors (%d other values)", ErrInput, where, other)
 }

@@ -14,9 +14,19 @@ const (
 	roleOrderedDict                       // collections.OrderedDict
 	roleCodecsEncode                      // _codecs.encode
 	roleTorchSize                         // torch.Size
-	roleStorageType                       // torch.*Storage, only inside a persistent id
-	roleDType                             // torch.<dtype>, only as _rebuild_tensor_v3's dtype
+	roleSet                               // builtins.set, builtins.frozenset: a set of what REDUCE gives
+	roleByteArray                         // builtins.bytearray
+	roleComplex                           // builtins.complex
+	roleCounter                           // collections.Counter: a dict
+	roleDevice                            // torch.device
+	roleStorageType                       // torch.*Storage, only inside a persistent id (or as a value)
+	roleDType                             // torch.<dtype>, only as _rebuild_tensor_v3's dtype (or as a value)
+	roleValue                             // a class only ever used as a value (torch.Tensor, torch.FloatTensor...)
+	roleUser                              // allowed by the caller (WithAllow): its calls build inert objects
 )
+
+// Roles below roleStorageType are callables whose REDUCE the policy models;
+// roleStorageType and above are never called.
 
 // storageType describes a torch storage class.
 type storageType struct {
@@ -49,6 +59,22 @@ var allowlist = map[string]*allowEntry{
 	"collections.OrderedDict":                    {role: roleOrderedDict},
 	"_codecs.encode":                             {role: roleCodecsEncode},
 	"torch.Size":                                 {role: roleTorchSize},
+
+	// Inert data classes torch's own weights_only unpickler allows (torch
+	// 2.x, _weights_only_unpickler._get_allowed_globals), protocol 2's
+	// __builtin__ spelling included (pickle maps it to builtins); frozenset
+	// besides, as inert as set (protocol 4 writes it with no global).
+	"builtins.set":          {role: roleSet},
+	"__builtin__.set":       {role: roleSet},
+	"builtins.frozenset":    {role: roleSet},
+	"__builtin__.frozenset": {role: roleSet},
+	"builtins.bytearray":    {role: roleByteArray},
+	"__builtin__.bytearray": {role: roleByteArray},
+	"builtins.complex":      {role: roleComplex},
+	"__builtin__.complex":   {role: roleComplex},
+	"collections.Counter":   {role: roleCounter},
+	"torch.device":          {role: roleDevice},
+	"torch.Tensor":          {role: roleValue},
 }
 
 func init() {
@@ -92,6 +118,11 @@ func init() {
 	} {
 		d := d
 		allowlist[d.name] = &allowEntry{role: roleDType, dtype: &d}
+	}
+	// tensor classes (old checkpoints name them; torch's weights_only
+	// loader allows them), as values only
+	for _, c := range []string{"Float", "Half", "BFloat16", "Double", "Char", "Byte", "Short", "Int", "Long", "Bool", "ComplexFloat"} {
+		allowlist["torch."+c+"Tensor"] = &allowEntry{role: roleValue}
 	}
 }
 
@@ -137,10 +168,15 @@ const (
 	verdictAllowed     globalVerdict = iota
 	verdictUnsupported               // known torch name, inert, not convertible
 	verdictNotAllowed                // anything else
+	verdictUserAllowed               // allowed by the caller (WithAllow)
 )
 
-// classifyGlobal looks module.name up; reason explains non-allowed verdicts.
-func classifyGlobal(module, name string) (*allowEntry, globalVerdict, string) {
+// userEntry is the allowEntry of every global the caller allowed.
+var userEntry = &allowEntry{role: roleUser}
+
+// classifyGlobal looks module.name up (user: the globals the caller
+// allowed, see WithAllow); reason explains non-allowed verdicts.
+func classifyGlobal(module, name string, user map[string]bool) (*allowEntry, globalVerdict, string) {
 	if len(module)+len(name) > maxKnownGlobal {
 		// not worth concatenating: a memo-shared multi-megabyte string
 		// named by every STACK_GLOBAL would be copied each time
@@ -152,6 +188,9 @@ func classifyGlobal(module, name string) (*allowEntry, globalVerdict, string) {
 	}
 	if why, ok := unsupportedGlobals[full]; ok {
 		return nil, verdictUnsupported, why
+	}
+	if user[full] {
+		return userEntry, verdictUserAllowed, "allowed by the caller (--allow)"
 	}
 	return nil, verdictNotAllowed, notAllowedReason(module)
 }

@@ -38,9 +38,17 @@ type Checkpoint struct {
 type Entry struct {
 	Name   string  // dotted path from the root (dict keys, list/tuple indices); a bare tensor root is ""
 	Tensor *Tensor // nil for non-tensor values
-	Value  any     // non-tensor leaves: nil, bool, int64, *big.Int, float64, string or []byte (nil for empty containers)
-	Kind   string  // "tensor", "none", "bool", "int", "float", "str", "bytes", or "dict"/"list"/"tuple" for empty containers
-	SameAs string  // for tensors: name of an earlier entry that is the same pickled object (tied weights), else ""
+	// Value is a non-tensor leaf: nil, bool, int64, *big.Int, float64,
+	// string, []byte (bytes and bytearray) or complex128; for a global used
+	// as a value ("dtype", "global"), a torch.device ("device") and an
+	// object of a class allowed with WithAllow ("object"), its name as a
+	// string; nil for sets and empty containers.
+	Value any
+	// Kind is "tensor", "none", "bool", "int", "float", "complex", "str",
+	// "bytes", "bytearray", "set", "frozenset", "dtype", "device",
+	// "global", "object", or "dict"/"list"/"tuple" for empty containers.
+	Kind   string
+	SameAs string // for tensors: name of an earlier entry that is the same pickled object (tied weights), else ""
 }
 
 // Open opens a checkpoint file; the file stays open until Close. See

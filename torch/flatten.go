@@ -60,7 +60,7 @@ func (c *Checkpoint) build(root any, stores map[*storageRef]*Storage, entry stri
 			if name == "" && depth == 0 {
 				return nil // an empty root has no leaves
 			}
-			kind := "pickle.Tuple"
+			kind := "tuple"
 			if _, ok := x.(*pickle.List); ok {
 				kind = "list"
 			} else if _, ok := x.(*pickle.Dict); ok {
@@ -91,12 +91,36 @@ func (c *Checkpoint) build(root any, stores map[*storageRef]*Storage, entry stri
 		case *storageRef:
 			return fail(ErrUnsupported, x.off, "entry %q is a bare storage (%s %q), not a tensor", name, x.typ.name, x.key)
 		case *global:
-			where := "as a value"
-			if x.allow != nil && x.allow.role >= roleStorageType {
-				where = placeOf(x.allow)
+			if x.allow == nil { // only in scan mode, which does not build
+				return &Error{Kind: ErrNotAllowed, Entry: entry, Offset: x.off, Global: x.String(),
+					Msg: "entry " + strconv.Quote(name) + " is the global " + x.String() + ", which is not allowed"}
 			}
-			return &Error{Kind: ErrUnsupported, Entry: entry, Offset: x.off, Global: x.String(),
-				Msg: "entry " + strconv.Quote(name) + " is the global " + x.String() + ", which is only allowed " + where}
+			// an allowed class or function as a value: inert (a dtype saved
+			// beside the weights, a tensor class, an allowed class)
+			kind := "global"
+			if x.allow.role == roleDType {
+				kind = "dtype"
+			}
+			return c.leaf(names, Entry{Name: name, Kind: kind, Value: x.String()}, entry)
+		case *pickle.Set:
+			for _, it := range x.Items {
+				if _, isT := it.(*tensorRec); isT {
+					return fail(ErrUnsupported, -1, "entry %q is a set holding tensors (a set has no names to give them)", name)
+				}
+			}
+			kind := "set"
+			if x.Frozen {
+				kind = "frozenset"
+			}
+			return c.leaf(names, Entry{Name: name, Kind: kind}, entry)
+		case pickle.ByteArray:
+			return c.leaf(names, Entry{Name: name, Kind: "bytearray", Value: []byte(x)}, entry)
+		case complex128:
+			return c.leaf(names, Entry{Name: name, Kind: "complex", Value: x}, entry)
+		case device:
+			return c.leaf(names, Entry{Name: name, Kind: "device", Value: string(x)}, entry)
+		case *userObject:
+			return c.leaf(names, Entry{Name: name, Kind: "object", Value: x.cls}, entry)
 		case *pickle.Opaque:
 			return fail(ErrNotAllowed, x.Offset, "entry %q is %s", name, x.What)
 		}

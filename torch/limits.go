@@ -33,6 +33,8 @@ type Limits struct {
 	// inflateLeft, set for one scan by analyze, is what is left of the
 	// scan's inflate budget (nil: MaxInflateBytes per record).
 	inflateLeft *int64
+	// userAllow holds the globals WithAllow allowed (nil: none).
+	userAllow map[string]bool
 }
 
 // inflateRatio bounds the bytes inflated from a compressed pickle record

@@ -2,6 +2,8 @@ package torch
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gosafetensors/safetensors"
 )
@@ -21,6 +23,7 @@ type Option func(*options) error
 
 type options struct {
 	limits Limits
+	allow  map[string]bool
 }
 
 // WithLimits replaces the resource caps ([DefaultLimits] by default). Every
@@ -50,5 +53,89 @@ func buildOptions(opts []Option) (options, error) {
 			return o, err
 		}
 	}
+	o.limits.userAllow = o.allow
 	return o, nil
+}
+
+// WithAllow allows globals beyond the allowlist, each named module.name as
+// scan reports it (argparse.Namespace for Lightning and fairseq
+// hyper-parameters; numpy.core.multiarray.scalar, numpy.dtype,
+// numpy.core.multiarray._reconstruct and numpy.ndarray for numpy values).
+// Nothing is ever imported or called: what pickle would build from an
+// allowed global (a call, NEWOBJ, a BUILD of its instance) becomes an inert
+// value, which conversion skips like any other non-tensor. The verdict of
+// a file that uses them can then be clean; ScanReport.UserAllowed says which
+// were used, so a clean report without the option keeps its meaning. An
+// allowed object that holds a tensor is unsupported (the tensor would be
+// lost). Names torch refuses even when asked (modules sys, os, posix, nt),
+// code-running ones (builtins.eval, exec, getattr..., subprocess, runpy,
+// importlib, pickle, marshal, ctypes), inert torch constructs that have no
+// safetensors form, and anything that is not module.name are an error
+// wrapping [ErrOption]. Several WithAllow options add up.
+func WithAllow(globals ...string) Option {
+	return func(o *options) error {
+		for _, g := range globals {
+			if err := checkAllow(g); err != nil {
+				return err
+			}
+			if o.allow == nil {
+				o.allow = make(map[string]bool)
+			}
+			o.allow[g] = true
+		}
+		return nil
+	}
+}
+
+// neverAllowed are modules and globals WithAllow refuses: torch's own
+// weights_only loader blocks the first four modules whatever the user
+// allows; the rest import, run or load code.
+var (
+	neverAllowedModules = []string{"sys", "os", "posix", "nt", "subprocess", "runpy", "importlib", "pickle", "_pickle",
+		"marshal", "ctypes", "code", "codeop", "pty", "shutil", "socket", "webbrowser", "multiprocessing", "threading",
+		"asyncio", "signal", "pdb", "bdb", "timeit", "torch.hub", "torch.serialization", "torch.utils.collect_env",
+		"torch.jit", "torch._dynamo", "torch.package", "pip", "setuptools", "distutils", "site", "functools", "operator", "types"}
+	neverAllowedBuiltins = []string{"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "open",
+		"input", "breakpoint", "globals", "locals", "vars", "memoryview", "type", "object", "super", "classmethod", "staticmethod", "property", "help", "exit", "quit"}
+)
+
+func checkAllow(g string) error {
+	i := strings.LastIndexByte(g, '.')
+	if i <= 0 || i == len(g)-1 || !importableName(g[:i]) || !importableName(g[i+1:]) {
+		return fmt.Errorf("%w: WithAllow(%q): want module.name (dotted Python identifiers)", ErrOption, g)
+	}
+	if len(g) > maxKnownGlobal {
+		return fmt.Errorf("%w: WithAllow(%q): longer than %d bytes", ErrOption, g, maxKnownGlobal)
+	}
+	module, name := g[:i], g[i+1:]
+	for _, m := range neverAllowedModules {
+		if module == m || strings.HasPrefix(module, m+".") {
+			return fmt.Errorf("%w: WithAllow(%q): module %s imports, runs or loads code; it is never allowed", ErrOption, g, m)
+		}
+	}
+	if module == "builtins" || module == "__builtin__" {
+		if slices.Contains(neverAllowedBuiltins, name) {
+			return fmt.Errorf("%w: WithAllow(%q): %s runs code or reaches any object; it is never allowed", ErrOption, g, name)
+		}
+	}
+	if why, ok := unsupportedGlobals[g]; ok {
+		return fmt.Errorf("%w: WithAllow(%q): %s (allowing it would drop that data silently)", ErrOption, g, why)
+	}
+	return nil
+}
+
+// importableName reports whether s is a dotted sequence of ASCII Python
+// identifiers.
+func importableName(s string) bool {
+	for _, part := range strings.Split(s, ".") {
+		if part == "" || part[0] >= '0' && part[0] <= '9' {
+			return false
+		}
+		for _, c := range part {
+			if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -143,6 +143,27 @@ func TestContainersAndMemo(t *testing.T) {
 	}
 }
 
+// TestInertValues (14.13): sets, frozensets, bytearrays and tuple keys,
+// which torch.save writes for such values, decode as inert values.
+func TestInertValues(t *testing.T) {
+	v, err := decode(t, cat(0x80, 4, 0x8f, "(K\x01K\x02", 0x90, "."), nil)
+	if s, ok := v.(*pickle.Set); err != nil || !ok || s.Frozen || len(s.Items) != 2 {
+		t.Errorf("set: %#v %v", v, err)
+	}
+	v, err = decode(t, cat(0x80, 4, "(K\x01", 0x91, "."), nil)
+	if s, ok := v.(*pickle.Set); err != nil || !ok || !s.Frozen || len(s.Items) != 1 {
+		t.Errorf("frozenset: %#v %v", v, err)
+	}
+	v, err = decode(t, cat(0x80, 5, 0x96, le32(2), le32(0), "ab."), nil)
+	if b, ok := v.(pickle.ByteArray); err != nil || !ok || string(b) != "ab" {
+		t.Errorf("bytearray: %#v %v", v, err)
+	}
+	v, err = decode(t, cat("}(X", le32(1), "aK\x01tK\x03s."), nil)
+	if d, ok := v.(*pickle.Dict); err != nil || !ok || len(d.Keys) != 1 {
+		t.Errorf("tuple key: %#v %v", v, err)
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	cases := []struct {
 		name string
@@ -161,10 +182,11 @@ func TestRefusals(t *testing.T) {
 		{"EXT2", cat(0x80, 2, 0x83, 1, 1, "."), ErrNotAllowed, "<copyreg-extension>.257"},
 		{"EXT4", cat(0x80, 2, 0x84, le32(70000), "."), ErrNotAllowed, "<copyreg-extension>.70000"},
 		{"PERSID", []byte("P1\n."), ErrUnsupported, "PERSID"},
-		{"BYTEARRAY8", cat(0x80, 5, 0x96, le32(0), le32(0), "."), ErrUnsupported, "BYTEARRAY8"},
+		{"huge BYTEARRAY8", cat(0x80, 5, 0x96, le32(0xfffffff0), le32(0), "abc."), ErrCorrupt, "exceeds"},
 		{"NEXT_BUFFER", cat(0x80, 5, 0x97, "."), ErrUnsupported, "NEXT_BUFFER"},
 		{"READONLY_BUFFER", cat(0x80, 5, "N", 0x98, "."), ErrUnsupported, "READONLY_BUFFER"},
-		{"EMPTY_SET", cat(0x80, 4, 0x8f, "."), ErrUnsupported, "EMPTY_SET"},
+		{"ADDITEMS onto a list", cat(0x80, 4, "](N", 0x90, "."), ErrNotAllowed, "ADDITEMS onto a list"},
+		{"ADDITEMS onto a frozenset", cat(0x80, 4, "(", 0x91, "(N", 0x90, "."), ErrNotAllowed, "ADDITEMS onto a frozenset"},
 		{"undefined", cat(0x80, 2, 0xff), ErrCorrupt, "unknown opcode 0xff"},
 		{"protocol 6", cat(0x80, 6, "N."), ErrUnsupported, "protocol 6"},
 		{"call storage class", cat("ctorch\nFloatStorage\n)R."), ErrNotAllowed, "torch.FloatStorage"},
@@ -186,7 +208,8 @@ func TestRefusals(t *testing.T) {
 		{"no STOP", cat(0x80, 2, "N"), ErrCorrupt, "unexpected end"},
 		{"stack underflow", cat(0x80, 2, "R"), ErrCorrupt, "underflow"},
 		{"odd dict", cat("(Nd."), ErrCorrupt, "odd"},
-		{"tuple key", cat("}))s."), ErrUnsupported, "key of type tuple"},
+		{"unhashable tuple key", cat("}(]tNs."), ErrUnsupported, "key of type tuple"},
+		{"deep tuple key", cat("}N\x85\x85\x85\x85\x85Ns."), ErrUnsupported, "key of type tuple"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

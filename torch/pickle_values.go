@@ -53,7 +53,8 @@ func (t *tensorRec) Describe() string  { return "tensor" }
 // typeName is the Python-ish name of a decoded value, for messages.
 func typeName(v any) string { return pickle.TypeName(v) }
 
-// keyString renders a dict key as a path component of an entry name.
+// keyString renders a dict key as a path component of an entry name: a
+// tuple key as its items, "(enc, 0)".
 func keyString(v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -73,6 +74,16 @@ func keyString(v any) string {
 		return string(x)
 	case *big.Int:
 		return x.String()
+	case pickle.Tuple:
+		// a tuple key (bounded: the machine hashes at most 64 items)
+		b := []byte{'('}
+		for i, it := range x {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, keyString(it)...)
+		}
+		return string(append(b, ')'))
 	}
 	return pickle.TypeName(v)
 }

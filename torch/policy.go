@@ -114,7 +114,7 @@ func (p *policy) charge(n int) *Error {
 // against the allowlist the moment it is read, as torch names it.
 func (p *policy) FindClass(module, name string, off int64) (any, error) {
 	module, mapped := torchModule(module, p.pids == pidZip || p.scan != nil && p.scan.rep.zipLoader)
-	a, verdict, reason := classifyGlobal(module, name)
+	a, verdict, reason := classifyGlobal(module, name, p.lim.userAllow)
 	if mapped != "" {
 		reason = withMapping(reason, mapped)
 	}
@@ -124,7 +124,7 @@ func (p *policy) FindClass(module, name string, off int64) (any, error) {
 	}
 	full := globalName(module, name)
 	switch verdict {
-	case verdictAllowed:
+	case verdictAllowed, verdictUserAllowed:
 		return &global{module: module, name: name, off: off, allow: a}, nil
 	case verdictUnsupported:
 		return nil, &Error{Kind: ErrUnsupported, Entry: p.entry, Offset: off, Global: full,

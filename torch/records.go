@@ -2,17 +2,20 @@ package torch
 
 import (
 	"fmt"
-	"github.com/gosafetensors/safetensors/torch/pickle"
 	"math"
 	"math/big"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/gosafetensors/safetensors/torch/pickle"
 )
 
 // Reduce handles REDUCE: only allowlisted callables, each turned into an
 // inert record after its arguments are validated.
 func (p *policy) Reduce(callee, args any, off int64) (any, error) {
 	g, isGlobal := callee.(*global)
-	callable := isGlobal && g.allow != nil && g.allow.role < roleStorageType
+	callable := isGlobal && g.allow != nil && (g.allow.role < roleStorageType || g.allow.role == roleUser)
 	if !callable {
 		if p.scan != nil {
 			p.scan.opcode(pickle.OpReduce, off, pickle.Describe(callee))
@@ -44,10 +47,13 @@ func (p *policy) Reduce(callee, args any, off int64) (any, error) {
 }
 
 func placeOf(a *allowEntry) string {
-	if a.role == roleStorageType {
-		return "as the storage type of a persistent id"
+	switch a.role {
+	case roleStorageType:
+		return "as the storage type of a persistent id, or as a value"
+	case roleValue:
+		return "as a value"
 	}
-	return "as the dtype argument of torch._utils._rebuild_tensor_v3"
+	return "as the dtype argument of torch._utils._rebuild_tensor_v3, or as a value"
 }
 
 // call validates the arguments of an allowlisted callable and builds its record.
@@ -139,12 +145,242 @@ func (p *policy) call(g *global, args pickle.Tuple, off int64) (any, *Error) {
 			t[i] = d
 		}
 		return t, nil
+	case roleSet:
+		return p.makeSet(g, args, bad)
+	case roleByteArray:
+		return p.makeByteArray(args, bad)
+	case roleComplex:
+		return makeComplex(args, bad)
+	case roleCounter:
+		d := &pickle.Dict{Type: "Counter"}
+		if len(args) == 0 {
+			return d, nil
+		}
+		src, ok := args[0].(*pickle.Dict)
+		if len(args) != 1 || !ok {
+			return nil, bad(ErrUnsupported, "only Counter() and Counter(dict) are supported (torch pickles a Counter as the second)")
+		}
+		if err := p.charge(len(src.Keys)); err != nil {
+			return nil, err
+		}
+		for i := range src.Keys {
+			d.Set(src.Keys[i], src.Values[i])
+		}
+		return d, nil
+	case roleDevice:
+		return makeDevice(args, bad)
+	case roleUser:
+		if err := p.noTensorInside(g.String()+"(...)", args, off); err != nil {
+			return nil, err
+		}
+		return &userObject{cls: g.String(), off: off}, nil
 	case roleRebuildTensor, roleRebuildTensorV2, roleRebuildTensorV3:
 		return p.rebuildTensor(g, args, off)
 	case roleRebuildParam, roleRebuildParamState:
 		return p.rebuildParameter(g, args, off)
 	}
 	return nil, bad(ErrNotAllowed, "not callable")
+}
+
+// makeSet is set(iterable) / frozenset(iterable), as protocol 2 pickles
+// them: REDUCE of builtins.set with a list of the items.
+func (p *policy) makeSet(g *global, args pickle.Tuple, bad func(error, string, ...any) *Error) (any, *Error) {
+	set := &pickle.Set{Frozen: g.name == "frozenset"}
+	if len(args) == 0 {
+		return set, nil
+	}
+	if len(args) != 1 {
+		return nil, bad(ErrCorrupt, "expected at most 1 argument, got %d", len(args))
+	}
+	var items []any
+	switch x := args[0].(type) {
+	case *pickle.List:
+		items = x.Items
+	case pickle.Tuple:
+		items = x
+	case *pickle.Set:
+		items = x.Items
+	default:
+		return nil, bad(ErrUnsupported, "argument is a %s, not a list, tuple or set", pickle.TypeName(args[0]))
+	}
+	// copying is work the opcode count does not see (see OrderedDict)
+	if err := p.charge(len(items)); err != nil {
+		return nil, err
+	}
+	set.Items = slices.Clone(items)
+	return set, nil
+}
+
+// makeByteArray is bytearray(), bytearray(bytes) or, as protocol 2 pickles
+// it, bytearray(str, 'latin-1').
+func (p *policy) makeByteArray(args pickle.Tuple, bad func(error, string, ...any) *Error) (any, *Error) {
+	var out pickle.ByteArray
+	switch {
+	case len(args) == 0:
+		return pickle.ByteArray{}, nil
+	case len(args) == 1:
+		b, ok := args[0].([]byte)
+		if !ok {
+			// bytearray(n) would allocate n zero bytes: torch never writes it
+			return nil, bad(ErrUnsupported, "only bytearray(bytes) and bytearray(str, 'latin-1') are supported, got a %s", pickle.TypeName(args[0]))
+		}
+		if p.encoded += int64(len(b)); p.encoded > p.limit {
+			return nil, bad(ErrLimit, "bytearray output exceeds the %d-byte pickle (a memo-shared value copied repeatedly)", p.limit)
+		}
+		out = pickle.ByteArray(slices.Clone(b))
+	case len(args) == 2:
+		str, ok1 := args[0].(string)
+		enc, ok2 := args[1].(string)
+		if !ok1 || !ok2 || enc != "latin-1" && enc != "latin1" {
+			return nil, bad(ErrUnsupported, "only bytearray(str, 'latin-1') is supported, got (%s, %s)", pickle.TypeName(args[0]), describeArg(args[1]))
+		}
+		if p.encoded += int64(len(str)); p.encoded > p.limit {
+			return nil, bad(ErrLimit, "bytearray output exceeds the %d-byte pickle (a memo-shared value copied repeatedly)", p.limit)
+		}
+		out = make(pickle.ByteArray, 0, len(str))
+		for _, r := range str {
+			if r > 0xff {
+				return nil, bad(ErrCorrupt, "character U+%04X cannot be encoded as latin-1", r)
+			}
+			out = append(out, byte(r))
+		}
+	default:
+		return nil, bad(ErrCorrupt, "expected at most 2 arguments, got %d", len(args))
+	}
+	return out, nil
+}
+
+// makeComplex is complex(real[, imag]) of ints or floats.
+func makeComplex(args pickle.Tuple, bad func(error, string, ...any) *Error) (any, *Error) {
+	if len(args) > 2 {
+		return nil, bad(ErrCorrupt, "expected at most 2 arguments, got %d", len(args))
+	}
+	var parts [2]float64
+	for i, a := range args {
+		switch x := a.(type) {
+		case float64:
+			parts[i] = x
+		case int64:
+			parts[i] = float64(x)
+		case bool:
+			if x {
+				parts[i] = 1
+			}
+		default:
+			return nil, bad(ErrUnsupported, "argument %d is a %s, not a number", i+1, pickle.TypeName(a))
+		}
+	}
+	return complex(parts[0], parts[1]), nil
+}
+
+// device is a torch.device value ("cpu", "cuda:0").
+type device string
+
+func (d device) TypeName() string { return "torch.device" }
+func (d device) Describe() string { return "torch.device(" + strconv.Quote(string(d)) + ")" }
+
+// deviceTypes are the device types torch.device accepts (torch 1.13's
+// list, and those added since).
+var deviceTypes = map[string]bool{"cpu": true, "cuda": true, "ipu": true, "xpu": true, "mkldnn": true, "opengl": true,
+	"opencl": true, "ideep": true, "hip": true, "ve": true, "fpga": true, "ort": true, "xla": true, "lazy": true,
+	"vulkan": true, "mps": true, "meta": true, "hpu": true, "privateuseone": true, "mtia": true, "maia": true}
+
+// makeDevice is torch.device(type[, index]), as torch pickles a device.
+func makeDevice(args pickle.Tuple, bad func(error, string, ...any) *Error) (any, *Error) {
+	if len(args) == 0 || len(args) > 2 {
+		return nil, bad(ErrCorrupt, "expected (type[, index]), got %d arguments", len(args))
+	}
+	typ, ok := args[0].(string)
+	if !ok || typ == "" || len(typ) > 64 {
+		return nil, bad(ErrCorrupt, "device type is a %s, not a short str", pickle.TypeName(args[0]))
+	}
+	kind, index, hasIndex := strings.Cut(typ, ":")
+	if !deviceTypes[kind] || hasIndex && (index == "" || strings.Trim(index, "0123456789") != "" || len(args) == 2) {
+		// torch.device refuses it ("Expected one of cpu, cuda, ...")
+		return nil, bad(ErrCorrupt, "%s is not a device torch knows", strconv.Quote(typ))
+	}
+	if len(args) == 2 {
+		switch i := args[1].(type) {
+		case nil:
+		case int64:
+			if i < 0 {
+				return nil, bad(ErrCorrupt, "device index %d is negative", i)
+			}
+			typ += ":" + strconv.FormatInt(i, 10)
+		default:
+			return nil, bad(ErrCorrupt, "device index is a %s, not an int", pickle.TypeName(args[1]))
+		}
+	}
+	return device(typ), nil
+}
+
+// userObject is what a global the caller allowed (WithAllow) builds: a
+// call, NEWOBJ, and BUILDs of it. Nothing is ever called; conversion skips
+// it like any other value that is not a tensor.
+type userObject struct {
+	cls string
+	off int64
+}
+
+func (u *userObject) TypeName() string { return u.cls + " object" }
+func (u *userObject) Describe() string { return u.cls + " object" }
+
+// NewObj handles NEWOBJ (cls.__new__(cls, *args)) of a global the caller
+// allowed; anything else is refused by the machine.
+func (p *policy) NewObj(cls, args any, off int64) (any, bool, error) {
+	g, ok := cls.(*global)
+	if !ok || g.allow == nil || g.allow.role != roleUser {
+		return nil, false, nil
+	}
+	if err := p.noTensorInside(g.String()+" instance", args, off); err != nil {
+		if p.scan != nil {
+			p.scan.problem(p.entry, off, err.Msg)
+			return &pickle.Opaque{What: g.String() + " instance", Offset: off}, true, nil
+		}
+		return nil, false, err
+	}
+	return &userObject{cls: g.String(), off: off}, true, nil
+}
+
+// noTensorInside refuses a tensor reachable from v, the arguments or state
+// of an object the caller allowed: conversion would lose it.
+func (p *policy) noTensorInside(what string, v any, off int64) *Error {
+	stack := []any{v}
+	seen := map[any]bool{}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if err := p.charge(1); err != nil {
+			return err
+		}
+		var items []any
+		switch y := x.(type) {
+		case *tensorRec, *storageRef:
+			return p.errf(ErrUnsupported, off, "%s holds a %s: converting would lose it (allowed objects are skipped)", what, pickle.TypeName(x))
+		case pickle.Tuple:
+			items = y
+		case *pickle.List:
+			if seen[y] {
+				continue
+			}
+			seen[y] = true
+			items = y.Items
+		case *pickle.Dict:
+			if seen[y] {
+				continue
+			}
+			seen[y] = true
+			items = append(slices.Clone(y.Keys), y.Values...)
+		case *pickle.Set:
+			if seen[y] {
+				continue
+			}
+			seen[y] = true
+			items = y.Items
+		}
+		stack = append(stack, items...)
+	}
+	return nil
 }
 
 func describeArg(v any) string {
@@ -558,6 +794,18 @@ func (p *policy) Build(inst, state any, off int64) error {
 			return p.errf(ErrNotAllowed, off, "%s", bad)
 		}
 		d.State = st
+		return nil
+	}
+	if u, isUser := inst.(*userObject); isUser {
+		// the caller allowed the class: its state is data (CPython would
+		// call its __setstate__ or update its __dict__)
+		if err := p.noTensorInside("the state of a "+u.cls+" object", state, off); err != nil {
+			if p.scan != nil {
+				p.scan.problem(p.entry, off, err.Msg)
+				return nil
+			}
+			return err
+		}
 		return nil
 	}
 	if p.scan != nil {

@@ -61,7 +61,7 @@ func Scan(r io.ReaderAt, size int64, name string, opts ...Option) (*ScanReport, 
 // report's verdict is clean.
 func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanReport, c *Checkpoint, err error) {
 	lim = lim.withInflateBudget(size)
-	rep = &ScanReport{Path: name, Format: FormatUnknown, walks: pickle.NewWalks(walkBudget(size))}
+	rep = &ScanReport{Path: name, Format: FormatUnknown, walks: pickle.NewWalks(walkBudget(size)), userAllow: lim.userAllow}
 	defer func() {
 		// last line of defence, see NewReader
 		if p := recover(); p != nil {
@@ -173,7 +173,7 @@ func fastOpen(r io.ReaderAt, size int64, lim *Limits) (c *Checkpoint, err error)
 	if err != nil {
 		return nil, nil
 	}
-	rep := &ScanReport{walks: pickle.NewWalks(walkBudget(size))}
+	rep := &ScanReport{walks: pickle.NewWalks(walkBudget(size)), userAllow: lim.userAllow}
 	switch c.Format {
 	case FormatZip:
 		scanZipExcept(r, size, lim, rep, c.pickleEntry)

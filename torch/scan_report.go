@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gosafetensors/safetensors/torch/pickle"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -14,9 +15,12 @@ type GlobalUse struct {
 	Name    string // likewise
 	Offset  int64  // byte offset of the opcode inside Entry
 	Entry   string // zip member ("archive/data.pkl") or legacy/bare pickle ("pickle 3")
-	Allowed bool   // on the allowlist
-	Verdict string // "allowed", "unsupported" (inert torch name with no safetensors form) or "not allowed"
-	Reason  string // why it is not allowed, if it is not
+	Allowed bool   // on the allowlist, or allowed by the caller (UserAllowed)
+	// UserAllowed: allowed only because the caller said so (WithAllow,
+	// scan --allow); Verdict is then "allowed".
+	UserAllowed bool
+	Verdict     string // "allowed", "unsupported" (inert torch name with no safetensors form) or "not allowed"
+	Reason      string // why it is not allowed, if it is not
 }
 
 // String returns module.name.
@@ -53,7 +57,11 @@ type ScanReport struct {
 	Opcodes          []string // distinct opcodes seen, sorted
 	Truncated        bool     // some uses were counted instead of listed (see Omitted); never hides a distinct not-allowed global
 	Omitted          int64    // global and opcode uses counted but not listed
-	seen             pickle.OpSet
+	// UserAllowed lists, in first-seen order, the globals the file uses
+	// that are allowed only because the caller allowed them (WithAllow):
+	// a clean verdict with UserAllowed empty is clean by the allowlist alone.
+	UserAllowed []string
+	seen        pickle.OpSet
 
 	distinct      map[string]bool // module.name or opcode|target already listed past the cap
 	distinctBytes int64
@@ -61,6 +69,7 @@ type ScanReport struct {
 	// zipLoader: the pickles are read as torch's zip loader reads them
 	// (with its module mapping)
 	zipLoader bool
+	userAllow map[string]bool // WithAllow's globals
 
 	walks    *pickle.Walks // shared by the pickles and walks of one scan
 	inflated int64         // bytes of compressed records inflated (work, for the tests)
@@ -76,7 +85,7 @@ func (r *ScanReport) walker() *pickle.Walks {
 
 // sub returns a report for part of the file scanned separately (merged
 // into r only if it finds something): it shares r's walk state.
-func (r *ScanReport) sub() *ScanReport { return &ScanReport{walks: r.walker()} }
+func (r *ScanReport) sub() *ScanReport { return &ScanReport{walks: r.walker(), userAllow: r.userAllow} }
 
 // sink returns the auditor that records what the machine and the walker
 // find in entry.
@@ -199,6 +208,9 @@ func (r *ScanReport) keepDistinct(key string) bool {
 }
 
 func (r *ScanReport) addGlobal(g GlobalUse) {
+	if g.UserAllowed && !slices.Contains(r.UserAllowed, g.String()) {
+		r.UserAllowed = append(r.UserAllowed, g.String()) // a few names, at most the WithAllow list
+	}
 	if len(r.Globals) >= maxFindings && (g.Allowed || !r.keepDistinct("g|"+g.Verdict+"|"+g.String())) {
 		if g.Allowed {
 			r.Truncated = true
@@ -259,11 +271,11 @@ func (s *scanSink) Import(g pickle.Import) {
 		s.global(g.Module, g.Name, g.Offset, verdictNotAllowed, "copyreg extension code")
 	default:
 		module, mapped := torchModule(g.Module, s.rep.zipLoader)
-		_, v, why := classifyGlobal(module, g.Name)
+		_, v, why := classifyGlobal(module, g.Name, s.rep.userAllow)
 		if mapped != "" {
 			why = withMapping(why, mapped)
 		}
-		if v != verdictAllowed && g.Walked {
+		if v != verdictAllowed && v != verdictUserAllowed && g.Walked {
 			why += walkedReason
 		}
 		s.global(module, g.Name, g.Offset, v, why)
@@ -282,9 +294,9 @@ func (s *scanSink) FrameEnd() pickle.Auditor {
 }
 
 func (s *scanSink) global(module, name string, off int64, v globalVerdict, reason string) {
-	verdict := [...]string{"allowed", "unsupported", "not allowed"}[v]
+	verdict := [...]string{"allowed", "unsupported", "not allowed", "allowed"}[v]
 	s.rep.addGlobal(GlobalUse{Module: clip(module), Name: clip(name), Offset: off, Entry: s.entry,
-		Allowed: v == verdictAllowed, Verdict: verdict, Reason: reason})
+		Allowed: v == verdictAllowed || v == verdictUserAllowed, UserAllowed: v == verdictUserAllowed, Verdict: verdict, Reason: reason})
 }
 
 func (s *scanSink) opcode(op pickle.Op, off int64, target string) {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -143,6 +144,134 @@ func TestGlobalNamesAsTorch(t *testing.T) {
 		na := rep.NotAllowed()
 		if rep.Verdict() != torch.VerdictDangerous || !slices.Contains(na, c.global) || slices.Contains(na, c.not) {
 			t.Errorf("%s: %s %v, want dangerous naming %s (not %s)", c.file, rep.Verdict(), na, c.global, c.not)
+		}
+	}
+}
+
+// entryOf returns the entry named name, or fails.
+func entryOf(t *testing.T, c *torch.Checkpoint, file, name string) torch.Entry {
+	t.Helper()
+	for _, e := range c.Entries {
+		if e.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("%s: no entry %q", file, name)
+	return torch.Entry{}
+}
+
+// TestTorchSaveValuesClean (14.13 and 16.3): values torch.save writes beside
+// the weights that torch loads with inert globals only — sets and
+// frozensets (EMPTY_SET/ADDITEMS/FROZENSET at protocol 4, REDUCE of
+// __builtin__.set at 2), bytearrays (BYTEARRAY8 at 5, REDUCE at 2),
+// dtypes, devices, complex numbers, Counters, tensor classes as values,
+// tuples as dict keys — are clean, open, and are skipped by conversion.
+func TestTorchSaveValuesClean(t *testing.T) {
+	for _, c := range []struct {
+		file, entry, kind string
+		value             any
+	}{
+		{"set_frozenset_p4.pt", "tags", "set", nil},
+		{"set_frozenset_p4.pt", "frozen", "frozenset", nil},
+		{"bytearray_p5.pt", "blob", "bytearray", []byte{0, 1, 2}},
+		{"dtype_value.pt", "dtype", "dtype", "torch.float16"},
+		{"tuple_key.pt", "meta.(a, 1)", "int", int64(3)},
+		{"set_p2.pt", "tags", "set", nil},
+		{"device_value.pt", "device", "device", "cpu"},
+		{"bytearray_p2.pt", "blob", "bytearray", []byte{0, 0xff}},
+		{"complex_value.pt", "z", "complex", complex(1.5, -2)},
+		{"counter_value.pt", "counts.a", "int", int64(2)},
+		{"tensor_class_value.pt", "kind", "global", "torch.FloatTensor"},
+		{"tensor_under_tuple_key.pt", "(enc, 1)", "tensor", nil},
+	} {
+		rep, err := torch.ScanFile(oracleFile(c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict() != torch.VerdictClean || len(rep.UserAllowed) != 0 {
+			t.Errorf("%s: scan %s %v %q, want clean", c.file, rep.Verdict(), rep.NotAllowed(), rep.Problems)
+			continue
+		}
+		ck, err := torch.Open(oracleFile(c.file))
+		if err != nil {
+			t.Errorf("%s: %v", c.file, err)
+			continue
+		}
+		e := entryOf(t, ck, c.file, c.entry)
+		ck.Close()
+		if e.Kind != c.kind || c.kind != "tensor" && !reflect.DeepEqual(e.Value, c.value) {
+			t.Errorf("%s: entry %q is %s %#v, want %s %#v", c.file, c.entry, e.Kind, e.Value, c.kind, c.value)
+		}
+	}
+}
+
+// TestWithAllow (16.3): globals torch does not allow by default are
+// allowed only when the caller names them; the report says which were
+// used; what they build is an inert value, never a tensor, and a tensor
+// inside one is unsupported (it would be lost).
+func TestWithAllow(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		allow []string
+		entry string
+	}{
+		{"argparse_namespace.pt", []string{"argparse.Namespace"}, "hparams"},
+		{"numpy_scalar.pt", []string{"numpy.core.multiarray.scalar", "numpy.dtype"}, "best"},
+		{"numpy_array.pt", []string{"numpy.core.multiarray._reconstruct", "numpy.ndarray", "numpy.dtype"}, "arr"},
+	} {
+		rep, err := torch.ScanFile(oracleFile(c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict() != torch.VerdictDangerous {
+			t.Errorf("%s without WithAllow: %s, want dangerous", c.file, rep.Verdict())
+		}
+		// allowing one of several is not enough
+		if len(c.allow) > 1 {
+			rep, _ = torch.ScanFile(oracleFile(c.file), torch.WithAllow(c.allow[0]))
+			if rep.Verdict() != torch.VerdictDangerous {
+				t.Errorf("%s allowing only %s: %s, want dangerous", c.file, c.allow[0], rep.Verdict())
+			}
+		}
+		rep, err = torch.ScanFile(oracleFile(c.file), torch.WithAllow(c.allow...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.Clone(rep.UserAllowed)
+		slices.Sort(got)
+		want := slices.Clone(c.allow)
+		slices.Sort(want)
+		if rep.Verdict() != torch.VerdictClean || !slices.Equal(got, want) || len(rep.NotAllowed()) != 0 {
+			t.Errorf("%s with WithAllow(%v): %s, user-allowed %v, not allowed %v, problems %q", c.file, c.allow, rep.Verdict(), rep.UserAllowed, rep.NotAllowed(), rep.Problems)
+			continue
+		}
+		ck, err := torch.Open(oracleFile(c.file), torch.WithAllow(c.allow...))
+		if err != nil {
+			t.Errorf("%s: open with WithAllow: %v", c.file, err)
+			continue
+		}
+		e := entryOf(t, ck, c.file, c.entry)
+		n := len(ck.Tensors())
+		ck.Close()
+		if e.Kind != "object" || e.Tensor != nil || n == 0 {
+			t.Errorf("%s: entry %q is %s (tensors %d), want an object beside the tensors", c.file, c.entry, e.Kind, n)
+		}
+		if _, err := torch.Open(oracleFile(c.file)); !errors.Is(err, torch.ErrNotAllowed) {
+			t.Errorf("%s: open without WithAllow: %v, want ErrNotAllowed", c.file, err)
+		}
+	}
+	// a tensor inside an allowed object would be lost: unsupported
+	rep, _ := torch.ScanFile(oracleFile("argparse_namespace_tensor.pt"), torch.WithAllow("argparse.Namespace"))
+	if rep.Verdict() == torch.VerdictClean {
+		t.Errorf("a Namespace holding a tensor: clean with WithAllow, want not clean")
+	}
+	if _, err := torch.Open(oracleFile("argparse_namespace_tensor.pt"), torch.WithAllow("argparse.Namespace")); !errors.Is(err, torch.ErrUnsupported) {
+		t.Errorf("a Namespace holding a tensor: %v, want ErrUnsupported", err)
+	}
+	for _, bad := range []string{"posix.system", "os.path.join", "builtins.eval", "__builtin__.getattr", "subprocess.Popen",
+		"torch._utils._rebuild_qtensor", "nodot", "a..b", ".x", "x.", "1a.b", "a.b c"} {
+		if _, err := torch.ScanFile(oracleFile("argparse_namespace.pt"), torch.WithAllow(bad)); !errors.Is(err, torch.ErrOption) {
+			t.Errorf("WithAllow(%q): %v, want ErrOption", bad, err)
 		}
 	}
 }

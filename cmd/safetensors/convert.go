@@ -28,6 +28,7 @@ type convertFlags struct {
 	maxOutput   string
 	json        bool
 	sha256      bool
+	allow       []string
 }
 
 func newConvertCmd() *cobra.Command {
@@ -80,6 +81,7 @@ input), 2 could not read or write (or the output exists: use --force).`,
 	f.BoolVarP(&fl.dryRun, "dry-run", "n", false, "show what would be written, write nothing")
 	f.BoolVar(&fl.json, "json", false, "print a JSON report on stdout instead of the summary line (schema in the documentation)")
 	f.BoolVar(&fl.sha256, "sha256", false, "record each written tensor's SHA-256 (shown with --json)")
+	f.StringArrayVar(&fl.allow, "allow", nil, "allow this global beyond the allowlist, e.g. argparse.Namespace (repeatable; nothing is ever run, what it builds is skipped)")
 	f.StringVar(&fl.maxOutput, "max-output", "", "cap on the tensor data written, e.g. 200GiB, or -1 for none (default: 64x the stored bytes or 1GiB, whichever is more; zero-stride views can expand a tiny file)")
 	return cmd
 }
@@ -91,6 +93,14 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 	}
 	if fl.key != "" {
 		opts = append(opts, convert.WithKey(fl.key))
+	}
+	var readOpts []torch.Option
+	if err := checkAllowFlag(fl.allow); err != nil {
+		return err
+	}
+	if len(fl.allow) > 0 {
+		opts = append(opts, convert.WithAllow(fl.allow...))
+		readOpts = append(readOpts, torch.WithAllow(fl.allow...))
 	}
 	if len(fl.prefer) > 0 {
 		opts = append(opts, convert.WithPrefer(fl.prefer...))
@@ -135,7 +145,7 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 		opts = append(opts, convert.WithVerifyFromCopy(true))
 	}
 	stop := showReading(stderr, "reading "+filepath.Base(in), o)
-	ck, err := torch.NewReader(o, o.Size, in)
+	ck, err := torch.NewReader(o, o.Size, in, readOpts...)
 	stop()
 	if err != nil {
 		if ioErr := o.Err(); ioErr != nil {

@@ -1,19 +1,26 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gosafetensors/safetensors/audit"
+	"github.com/gosafetensors/safetensors/torch"
 )
 
 func init() { register(newScanCmd) }
 
-type scanFlags struct{ json, jsonl bool }
+type scanFlags struct {
+	json, jsonl bool
+	allow       []string
+}
 
 func newScanCmd() *cobra.Command {
 	var fl scanFlags
@@ -38,7 +45,11 @@ audited by reading its zip directory and pickles, not its storages.
 
 Verdicts: clean, invalid (corrupt or not a checkpoint), unsupported (valid
 torch constructs with no safetensors form), dangerous (a global not on the
-allowlist, or an opcode that would run code), error (unreadable).
+allowlist, or an opcode that would run code), error (unreadable). --allow
+MODULE.NAME (repeatable) treats a global beyond the allowlist as allowed
+(argparse.Namespace, numpy.core.multiarray.scalar...): nothing is ever run
+either way, and the report says which allowed globals a file used
+("user_allowed" in JSON), so clean without --allow keeps its meaning.
 --json prints an array of {path, format, verdict, globals[{module, name,
 entry, offset, verdict, reason}], dangerous_opcodes[{opcode, entry, offset,
 target}], problems[], error}; for a bucket prefix, or with --jsonl, one such
@@ -56,10 +67,14 @@ invalid found, 2 a file could not be read (and nothing worse was found).`,
 	}
 	cmd.Flags().BoolVar(&fl.json, "json", false, "print the results as a JSON array (JSON lines for a bucket prefix)")
 	cmd.Flags().BoolVar(&fl.jsonl, "jsonl", false, "print one JSON object per line as each file is done")
+	cmd.Flags().StringArrayVar(&fl.allow, "allow", nil, "treat this global as allowed, e.g. argparse.Namespace (repeatable); the report lists the ones a file used")
 	return cmd
 }
 
 func runScan(cmd *cobra.Command, stdout, stderr io.Writer, locs []string, fl scanFlags) error {
+	if err := checkAllowFlag(fl.allow); err != nil {
+		return err
+	}
 	ctx := cmdContext(cmd)
 	// A bucket prefix is printed as JSON lines even with --json; the array
 	// of the other locations then follows them, so it waits. Otherwise the
@@ -80,7 +95,7 @@ func runScan(cmd *cobra.Command, stdout, stderr io.Writer, locs []string, fl sca
 		lines := fl.jsonl || (fl.json && audit.IsBucketPrefix(loc))
 		anyArray = anyArray || !lines
 		n := 0
-		for r := range audit.Scan(ctx, loc, audit.WithSource(sourceOptions(ctx)...)) {
+		for r := range audit.Scan(ctx, loc, audit.WithSource(sourceOptions(ctx)...), audit.WithTorch(torch.WithAllow(fl.allow...))) {
 			n++
 			counts[r.Verdict]++
 			if r.Verdict == audit.Error {
@@ -137,6 +152,18 @@ func runScan(cmd *cobra.Command, stdout, stderr io.Writer, locs []string, fl sca
 	return nil
 }
 
+// checkAllowFlag refuses --allow names the library would refuse, before
+// anything is read (torch.Scan checks its options first).
+func checkAllowFlag(allow []string) error {
+	if len(allow) == 0 {
+		return nil
+	}
+	if _, err := torch.Scan(bytes.NewReader(nil), 0, "", torch.WithAllow(allow...)); errors.Is(err, torch.ErrOption) {
+		return usageError("--allow: %v", err)
+	}
+	return nil
+}
+
 // exitCodeFor is the one exit rule of every checking command: 1 if
 // anything was found invalid or dangerous, else 2 if anything could not be
 // checked, else 0.
@@ -183,7 +210,11 @@ func printScan(w io.Writer, r *audit.ScanReport) {
 		fmt.Fprintf(w, "  %-11s %s at %s offset %d%s\n", g.Verdict.String(), display(name), display(g.Entry), g.Offset, reason)
 	}
 	for _, name := range allowed {
-		fmt.Fprintf(w, "  %-11s %s\n", "allowed", display(name))
+		by := ""
+		if slices.Contains(r.UserAllowed, name) {
+			by = " (by --allow)"
+		}
+		fmt.Fprintf(w, "  %-11s %s%s\n", "allowed", display(name), by)
 	}
 	for _, o := range r.DangerousOpcodes {
 		target := ""

@@ -150,6 +150,8 @@ def _key(k):
         return k
     if isinstance(k, bytes):
         return k.decode("utf-8", "replace")
+    if isinstance(k, tuple):
+        return "(" + ", ".join(_key(x) for x in k) + ")"
     return type(k).__name__
 
 
@@ -314,6 +316,16 @@ def _warm_up(weights_only):
         _allowed.update(saved)
     json.dumps({"x": [1.5, "y"]})
     "x".encode("latin1")
+    # the modules of the allowed globals (argparse, numpy...) are imported
+    # now: the armed hook refuses imports
+    for g in sorted(_allowed):
+        parts = g.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            try:
+                __import__(".".join(parts[:i]))
+                break
+            except Exception:
+                continue
 
 
 def main():

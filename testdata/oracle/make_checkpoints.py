@@ -184,6 +184,8 @@ def main():
     save("argparse_namespace.pt", {"state_dict": msd, "hparams": argparse.Namespace(lr=0.1, layers=2)})
     save("numpy_scalar.pt", {"w": w, "best": np.float64(0.5)})
     save("numpy_array.pt", {"w": w, "arr": np.arange(3, dtype=np.int32)})
+    save("argparse_namespace_tensor.pt", {"state_dict": msd, "hparams": argparse.Namespace(init=w)})
+    save("tensor_under_tuple_key.pt", {("enc", 0): w, ("enc", 1): b})
 
     # 14.14: what torch refuses or normalises
     ints = torch.arange(4, dtype=torch.int64)

@@ -525,7 +525,19 @@ func (m *Machine) step(op Op, off int64) error {
 			return m.errf(ErrCorrupt, off, "bad UNICODE literal %q", truncate(l))
 		}
 		return m.push(s)
-	case OpByteArray8, OpNextBuffer, OpReadOnlyBuffer:
+	case OpByteArray8:
+		// a bytearray, protocol 5's in-band form (torch.save writes it
+		// for a bytearray value)
+		n, err := m.le(8)
+		if err != nil {
+			return err
+		}
+		b, err := m.bytesOf(n, off)
+		if err != nil {
+			return err
+		}
+		return m.push(ByteArray(b))
+	case OpNextBuffer, OpReadOnlyBuffer:
 		return m.buffers(op, off)
 
 	case OpEmptyTuple:
@@ -766,7 +778,8 @@ func (m *Machine) global(module, name string, off int64) error {
 }
 
 // construct handles INST, OBJ, NEWOBJ and NEWOBJ_EX, which instantiate a
-// class without REDUCE: always refused.
+// class without REDUCE: refused, but for NEWOBJ of a class the policy
+// builds (Constructor).
 func (m *Machine) construct(op Op, off int64) error {
 	var target string
 	switch op {
@@ -804,12 +817,22 @@ func (m *Machine) construct(op Op, off int64) error {
 				return err
 			}
 		}
-		if _, err := m.pop(off); err != nil { // args
+		args, err := m.pop(off)
+		if err != nil {
 			return err
 		}
 		cls, err := m.pop(off)
 		if err != nil {
 			return err
+		}
+		if c, isC := m.policy.(Constructor); isC && op == OpNewObj {
+			v, ok, err := c.NewObj(cls, args, off)
+			if err != nil {
+				return err
+			}
+			if ok {
+				return m.push(v)
+			}
 		}
 		target = Describe(cls)
 	}
@@ -821,49 +844,58 @@ func (m *Machine) construct(op Op, off int64) error {
 	return m.push(&Opaque{What: target + " instance", Offset: off})
 }
 
+// buffers handles NEXT_BUFFER and READONLY_BUFFER: out-of-band buffers,
+// which torch.load never supplies (pickle then refuses the stream).
 func (m *Machine) buffers(op Op, off int64) error {
 	if m.audit == nil {
 		return m.errf(ErrUnsupported, off, "opcode %s (out-of-band buffers) is not supported", op.String())
 	}
 	m.audit.Problem(off, "opcode "+op.String()+" (out-of-band buffers)")
-	switch op {
-	case OpByteArray8:
-		n, err := m.le(8)
-		if err != nil {
-			return err
-		}
-		if n > uint64(m.s.remaining()) {
-			return m.errf(ErrCorrupt, off, "length %d exceeds the %d bytes that remain", n, m.s.remaining())
-		}
-		if err := m.s.skip(int64(n)); err != nil {
-			return err
-		}
-		return m.push(&Opaque{What: "bytearray", Offset: off})
-	case OpNextBuffer:
+	if op == OpNextBuffer {
 		return m.push(&Opaque{What: "buffer", Offset: off})
 	}
 	_, err := m.top(off)
 	return err
 }
 
+// sets handles EMPTY_SET, ADDITEMS and FROZENSET: inert values (torch.save
+// writes them for a set or frozenset at protocol 4 and 5).
 func (m *Machine) sets(op Op, off int64) error {
-	if m.audit == nil {
-		return m.errf(ErrUnsupported, off, "opcode %s (sets) is not supported; torch does not write sets for tensors", op.String())
-	}
 	switch op {
 	case OpEmptySet:
-		return m.push(&Opaque{What: "set", Offset: off})
+		return m.push(&Set{})
 	case OpFrozenSet:
-		if _, err := m.popMark(off); err != nil {
+		items, err := m.popMark(off)
+		if err != nil {
 			return err
 		}
-		return m.push(&Opaque{What: "frozenset", Offset: off})
+		if err := m.count(len(items)); err != nil {
+			return err
+		}
+		return m.push(&Set{Items: items, Frozen: true})
 	}
-	if _, err := m.popMark(off); err != nil {
+	items, err := m.popMark(off)
+	if err != nil {
 		return err
 	}
-	_, err := m.top(off)
-	return err
+	t, err := m.top(off)
+	if err != nil {
+		return err
+	}
+	if err := m.count(len(items)); err != nil {
+		return err
+	}
+	set, ok := t.(*Set)
+	if !ok || set.Frozen {
+		// CPython calls the object's add method
+		if m.audit != nil {
+			m.audit.Call(op, off, Describe(t))
+			return nil
+		}
+		return m.errf(ErrNotAllowed, off, "%s onto a %s (only sets may receive items)", op.String(), Describe(t))
+	}
+	set.Items = append(set.Items, items...)
+	return nil
 }
 
 func (m *Machine) appendTo(items []any, op Op, off int64) error {
@@ -910,6 +942,11 @@ func (m *Machine) setItems(d *Dict, items []any, off int64) error {
 		return err
 	}
 	for i := 0; i < len(items); i += 2 {
+		if c := keyCost(items[i]); c > 0 {
+			if err := m.count(c); err != nil {
+				return err
+			}
+		}
 		if !d.Set(items[i], items[i+1]) {
 			if m.audit != nil {
 				continue

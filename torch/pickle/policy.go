@@ -20,6 +20,14 @@ type Policy interface {
 	Build(inst, state any, off int64) error
 }
 
+// Constructor is implemented by a Policy that builds what NEWOBJ
+// (cls.__new__(cls, *args)) makes of a class it resolved. Without it, or
+// when it declines (ok false), the machine refuses NEWOBJ as it refuses
+// INST, OBJ and NEWOBJ_EX.
+type Constructor interface {
+	NewObj(cls, args any, off int64) (v any, ok bool, err error)
+}
+
 // Auditor receives what a machine in audit mode, and the walker, find
 // beyond what they hand to the Policy.
 type Auditor interface {

@@ -58,6 +58,17 @@ func (d *Dict) Set(k, v any) bool {
 	return true
 }
 
+// Set is a Python set or frozenset (EMPTY_SET, ADDITEMS, FROZENSET), its
+// items in the order the pickle gave them. Nothing deduplicates them: the
+// machine never hashes set items (an inert set is only ever skipped).
+type Set struct {
+	Items  []any
+	Frozen bool
+}
+
+// ByteArray is a Python bytearray (BYTEARRAY8), as distinct from bytes.
+type ByteArray []byte
+
 // Opaque stands for a value the machine did not compute: the result of a
 // call it refused, in audit mode, where it goes on so that the audit sees
 // the rest of the pickle. At load time it may be anything, a str included.
@@ -77,12 +88,82 @@ type Describer interface {
 // as the same key; so does this. bytes keys are not supported (torch never
 // writes them, and hashing them would copy attacker-sized data per SETITEM).
 type dictKey struct {
-	kind byte // 'n' None, 'i' int, 'f' float, 's' str, 'L' big int
+	kind byte // 'n' None, 'i' int, 'f' float, 's' str, 'L' big int, 't' tuple
 	i    int64
 	s    string
 }
 
+// Tuple keys: at most maxKeyItems items in all, at most maxKeyDepth
+// tuples deep (torch's own checkpoints never use them; training code puts
+// small tuples in non-tensor values). Hashing one costs its items, which
+// setItems charges.
+const (
+	maxKeyItems = 64
+	maxKeyDepth = 4
+)
+
 func makeDictKey(v any) (dictKey, bool) {
+	if t, ok := v.(Tuple); ok {
+		b, n, ok := appendTupleKey(nil, t, 0, 0)
+		if !ok || n > maxKeyItems {
+			return dictKey{}, false
+		}
+		return dictKey{kind: 't', s: string(b)}, true
+	}
+	return scalarKey(v)
+}
+
+// appendTupleKey appends an unambiguous encoding of the tuple t (each
+// item's kind, then its value, length-prefixed) and returns how many items
+// it holds in all.
+func appendTupleKey(b []byte, t Tuple, depth, n int) ([]byte, int, bool) {
+	if depth >= maxKeyDepth {
+		return nil, 0, false
+	}
+	b = append(b, '(')
+	b = strconv.AppendInt(b, int64(len(t)), 10)
+	for _, x := range t {
+		if n++; n > maxKeyItems {
+			return nil, 0, false
+		}
+		if sub, ok := x.(Tuple); ok {
+			var ok2 bool
+			if b, n, ok2 = appendTupleKey(b, sub, depth+1, n); !ok2 {
+				return nil, 0, false
+			}
+			continue
+		}
+		k, ok := scalarKey(x)
+		if !ok {
+			return nil, 0, false
+		}
+		b = append(b, k.kind)
+		b = strconv.AppendInt(b, k.i, 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(len(k.s)), 10)
+		b = append(b, ':')
+		b = append(b, k.s...)
+	}
+	return append(b, ')'), n, true
+}
+
+// keyCost is the work hashing the dict key v costs, for the machine's
+// budget.
+func keyCost(v any) int {
+	t, ok := v.(Tuple)
+	if !ok {
+		return 0
+	}
+	n := len(t)
+	for _, x := range t {
+		if sub, ok := x.(Tuple); ok && n < maxKeyItems {
+			n += keyCost(sub)
+		}
+	}
+	return min(n, maxKeyItems+1)
+}
+
+func scalarKey(v any) (dictKey, bool) {
 	switch x := v.(type) {
 	case nil:
 		return dictKey{kind: 'n'}, true
@@ -138,6 +219,13 @@ func TypeName(v any) string {
 			return x.Type
 		}
 		return "dict"
+	case *Set:
+		if x.Frozen {
+			return "frozenset"
+		}
+		return "set"
+	case ByteArray:
+		return "bytearray"
 	case *Opaque:
 		return x.What
 	case Describer:
