@@ -24,23 +24,6 @@ func decode(t testing.TB, b []byte, lim *Limits) (any, error) {
 
 func le32(n uint32) []byte { return binary.LittleEndian.AppendUint32(nil, n) }
 
-func cat(parts ...any) []byte {
-	var b []byte
-	for _, p := range parts {
-		switch x := p.(type) {
-		case string:
-			b = append(b, x...)
-		case []byte:
-			b = append(b, x...)
-		case byte:
-			b = append(b, x)
-		case int:
-			b = append(b, byte(x))
-		}
-	}
-	return b
-}
-
 func TestPrimitiveOpcodes(t *testing.T) {
 	cases := []struct {
 		name string

@@ -4,6 +4,7 @@ import "github.com/gosafetensors/safetensors/torch/internal/tartest"
 
 // Tar builders and layouts shared with the tarlist tests.
 var (
+	cat                = tartest.Cat // also the pickle builders'
 	tarHdr             = tartest.Hdr
 	setTarChecksum     = tartest.SetChecksum
 	pad512             = tartest.Pad

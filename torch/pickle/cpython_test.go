@@ -12,10 +12,9 @@ import (
 	"testing"
 )
 
-// cpythonScript unpickles each case with CPython's C unpickler (find_class
-// is overridden, so nothing is imported) and describes the result the way
-// describeForCPython does.
-const cpythonScript = `
+// pyDescribe is the Python half of describeForCPython: an Unpickler whose
+// find_class imports nothing, and d, which describes what it returns.
+const pyDescribe = `
 import json, pickle, struct, sys, io
 class U(pickle.Unpickler):
     def find_class(self, m, n):
@@ -31,7 +30,14 @@ def d(v):
     if isinstance(v, bytes): return "bytes:" + v.hex()
     if isinstance(v, tuple) and len(v) == 3 and v[0] == "global": return "global:" + v[1] + "." + v[2]
     if isinstance(v, (list, tuple)): return "seq:" + ",".join(d(x) for x in v)
+    if isinstance(v, dict): return "dict:" + ",".join(d(k) + "=" + d(x) for k, x in v.items())
     return "other:" + type(v).__name__
+`
+
+// cpythonScript unpickles each case with CPython's C unpickler (find_class
+// is overridden, so nothing is imported) and describes the result the way
+// describeForCPython does.
+const cpythonScript = pyDescribe + `
 out = []
 for h in json.load(sys.stdin):
     try:

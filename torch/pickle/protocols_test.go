@@ -13,24 +13,7 @@ import (
 // protocolsScript pickles a set of values with CPython's pickle in every
 // protocol from 0 to 5 and prints each pickle with the description (as
 // cpythonScript's d) of what CPython's C unpickler reads back from it.
-const protocolsScript = `
-import json, pickle, struct, sys, io
-class U(pickle.Unpickler):
-    def find_class(self, m, n):
-        return ("global", m, n)
-def d(v):
-    if v is None: return "None"
-    if v is True or v is False: return "bool:" + str(v)
-    if isinstance(v, int): return "int:" + str(v)
-    if isinstance(v, float):
-        if v != v: return "float:nan"
-        return "float:" + struct.pack(">d", v).hex()
-    if isinstance(v, str): return "str:" + v.encode("utf-8", "surrogatepass").hex()
-    if isinstance(v, bytes): return "bytes:" + v.hex()
-    if isinstance(v, tuple) and len(v) == 3 and v[0] == "global": return "global:" + v[1] + "." + v[2]
-    if isinstance(v, (list, tuple)): return "seq:" + ",".join(d(x) for x in v)
-    if isinstance(v, dict): return "dict:" + ",".join(d(k) + "=" + d(x) for k, x in v.items())
-    return "other:" + type(v).__name__
+const protocolsScript = pyDescribe + `
 shared = ["shared"]
 values = [
     None, True, False, 0, 1, -1, 255, 256, 65535, 65536, -2**31, 2**31 - 1, 2**31, 2**63 - 1, 2**63, -2**63 - 1, 2**200, -2**200,

@@ -85,24 +85,13 @@ func ParseDirectory(cd []byte, maxEntries int) []*Entry {
 		if len(cd)-p < lenCentral || binary.LittleEndian.Uint32(cd[p:]) != sigCentral {
 			break
 		}
-		h := cd[p:]
-		ent := &Entry{
-			Flags:          binary.LittleEndian.Uint16(h[8:]),
-			Method:         binary.LittleEndian.Uint16(h[10:]),
-			CRC32:          binary.LittleEndian.Uint32(h[16:]),
-			CompressedSize: int64(binary.LittleEndian.Uint32(h[20:])),
-			Size:           int64(binary.LittleEndian.Uint32(h[24:])),
-			HeaderOffset:   int64(binary.LittleEndian.Uint32(h[42:])),
-			DataOffset:     -1,
-			Index:          i,
-		}
-		nl, el, cl := int(binary.LittleEndian.Uint16(h[28:])), int(binary.LittleEndian.Uint16(h[30:])), int(binary.LittleEndian.Uint16(h[32:]))
-		if lenCentral+nl+el+cl > len(cd)-p {
+		ent, extra, n := parseCentral(cd[p:], i)
+		if ent == nil {
 			break
 		}
-		ent.Name = string(h[lenCentral : lenCentral+nl])
-		ent.zip64(h[lenCentral+nl : lenCentral+nl+el])
-		p += lenCentral + nl + el + cl
+		ent.DataOffset = -1
+		ent.zip64(extra) // a malformed field leaves the 32-bit values
+		p += n
 		out = append(out, ent)
 	}
 	return out

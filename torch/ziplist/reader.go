@@ -172,21 +172,11 @@ func NewReader(r io.ReaderAt, size int64, maxEntries int) (*Reader, error) {
 			return nil, newError(ErrFormat, "", cdOff+int64(p), "bad central directory entry %d", i)
 		}
 		h := cd[p:]
-		ent := &Entry{
-			Flags:          binary.LittleEndian.Uint16(h[8:]),
-			Method:         binary.LittleEndian.Uint16(h[10:]),
-			CRC32:          binary.LittleEndian.Uint32(h[16:]),
-			CompressedSize: int64(binary.LittleEndian.Uint32(h[20:])),
-			Size:           int64(binary.LittleEndian.Uint32(h[24:])),
-			HeaderOffset:   int64(binary.LittleEndian.Uint32(h[42:])),
-			Index:          int(i),
-		}
-		nl, el, cl := int(binary.LittleEndian.Uint16(h[28:])), int(binary.LittleEndian.Uint16(h[30:])), int(binary.LittleEndian.Uint16(h[32:]))
-		if lenCentral+nl+el+cl > len(cd)-p {
+		ent, extra, n := parseCentral(h, int(i))
+		if ent == nil {
 			return nil, newError(ErrFormat, "", cdOff+int64(p), "central directory entry %d overruns the directory", i)
 		}
-		ent.Name = string(h[lenCentral : lenCentral+nl])
-		if err := ent.zip64(h[lenCentral+nl : lenCentral+nl+el]); err != "" {
+		if err := ent.zip64(extra); err != "" {
 			return nil, newError(ErrFormat, ent.Name, -1, "%s", err)
 		}
 		// miniz "extracts" an entry it takes for a directory (a name
@@ -201,7 +191,7 @@ func NewReader(r io.ReaderAt, size int64, maxEntries int) (*Reader, error) {
 		if strings.IndexByte(ent.Name, 0) >= 0 {
 			z.problem(ErrFormat, ent.Name, "entry name contains a NUL byte (torch's reader cuts the name there)")
 		}
-		p += lenCentral + nl + el + cl
+		p += n
 		z.Entries = append(z.Entries, ent)
 		if _, dup := z.byName[ent.Name]; dup {
 			z.problem(ErrFormat, ent.Name, "duplicate zip entry name (readers disagree on which one counts)")
@@ -399,4 +389,25 @@ func FoldName(s string) string {
 		}
 	}
 	return s
+}
+
+// parseCentral parses the central directory entry at the start of h (its
+// signature checked by the caller): the entry, its extra field and its
+// length; nil if it runs past h.
+func parseCentral(h []byte, index int) (*Entry, []byte, int) {
+	ent := &Entry{
+		Flags:          binary.LittleEndian.Uint16(h[8:]),
+		Method:         binary.LittleEndian.Uint16(h[10:]),
+		CRC32:          binary.LittleEndian.Uint32(h[16:]),
+		CompressedSize: int64(binary.LittleEndian.Uint32(h[20:])),
+		Size:           int64(binary.LittleEndian.Uint32(h[24:])),
+		HeaderOffset:   int64(binary.LittleEndian.Uint32(h[42:])),
+		Index:          index,
+	}
+	nl, el, cl := int(binary.LittleEndian.Uint16(h[28:])), int(binary.LittleEndian.Uint16(h[30:])), int(binary.LittleEndian.Uint16(h[32:]))
+	if lenCentral+nl+el+cl > len(h) {
+		return nil, nil, 0
+	}
+	ent.Name = string(h[lenCentral : lenCentral+nl])
+	return ent, h[lenCentral+nl : lenCentral+nl+el], lenCentral + nl + el + cl
 }

@@ -1,5 +1,5 @@
-// Package tartest builds tar archives byte by byte for the tests of
-// tarlist and torch: headers as Python's tarfile writes them and as an
+// Package tartest builds tar archives byte by byte (and the few pickles
+// they hold) for the tests of tarlist and torch: headers as Python's tarfile writes them and as an
 // attacker writes them (signed checksums, base-256 and negative numbers,
 // GNU long names, pax records, every GNU sparse format, links), and the
 // layouts on which a naive lister and tarfile disagree. Each case that
@@ -28,7 +28,8 @@ const block = 512
 
 func le32(n uint32) []byte { return binary.LittleEndian.AppendUint32(nil, n) }
 
-// Cat concatenates strings, byte slices and bytes (ints).
+// Cat concatenates strings, byte slices and bytes (ints); anything else
+// is a mistake in the test and panics.
 func Cat(parts ...any) []byte {
 	var b []byte
 	for _, p := range parts {
@@ -96,6 +97,12 @@ func GNULong(typ, s string) []byte {
 
 // Pax is a pax header of type typ ('x' or 'g') holding the records.
 func Pax(typ string, recs ...string) []byte {
+	d := paxRecords(recs)
+	return Cat(Hdr(false, 0, "././@PaxHeader", 100, "0000644", 124, fmt.Sprintf("%011o", len(d)), 156, typ), Pad(d))
+}
+
+// paxRecords is the data of a pax header holding recs ("key=value").
+func paxRecords(recs []string) []byte {
 	var d []byte
 	for _, r := range recs {
 		n := len(r) + 3
@@ -104,7 +111,7 @@ func Pax(typ string, recs ...string) []byte {
 		}
 		d = append(d, fmt.Sprintf("%d %s\n", n, r)...)
 	}
-	return Cat(Hdr(false, 0, "././@PaxHeader", 100, "0000644", 124, fmt.Sprintf("%011o", len(d)), 156, typ), Pad(d))
+	return d
 }
 
 // Gadget is the red team's header gadget: bytes 500..511 (unused by
@@ -273,14 +280,7 @@ func V7(name string, data []byte) []byte {
 }
 
 func PaxHdr(recs ...string) []byte {
-	var d []byte
-	for _, r := range recs {
-		n := len(r) + 3
-		for len(fmt.Sprintf("%d %s\n", n, r)) != n {
-			n++
-		}
-		d = append(d, fmt.Sprintf("%d %s\n", n, r)...)
-	}
+	d := paxRecords(recs)
 	return Cat(Hdr(false, 0, "pax", 100, "0000644", 124, fmt.Sprintf("%011o", len(d)), 156, "x"), Pad(d))
 }
 
