@@ -69,7 +69,9 @@ type File struct {
 	// Hub-shaped server's X-Repo-Commit, X-Linked-Etag).
 	Header http.Header
 	// Redirect, if set, answers every request with a 302 to this URL or
-	// path (and Header); Content is then not needed.
+	// path (and Header); Content is then not needed. A path is sent as an
+	// absolute URL on the server's host, as the Hub's redirects to its CDN
+	// are absolute (huggingface_hub follows only relative ones).
 	Redirect string
 }
 
@@ -221,7 +223,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	if f.Redirect != "" {
-		http.Redirect(w, r, f.Redirect, http.StatusFound)
+		loc := f.Redirect
+		if strings.HasPrefix(loc, "/") {
+			loc = "http://" + r.Host + loc
+		}
+		w.Header().Set("Location", loc)
+		w.WriteHeader(http.StatusFound)
 		return
 	}
 	w.Header().Set("ETag", f.ETag)

@@ -188,7 +188,7 @@ func TestHeaderRedirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/cdn/x" || resp.Header.Get("X-Linked-Etag") != `"abc"` {
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != s.URL+"/cdn/x" || resp.Header.Get("X-Linked-Etag") != `"abc"` {
 		t.Fatalf("redirect: %d, Location %q, headers %v", resp.StatusCode, resp.Header.Get("Location"), resp.Header)
 	}
 	resp, err = http.Get(s.URL + "/resolve/x")
