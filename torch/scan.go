@@ -385,6 +385,33 @@ func scanZipPolyglot(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
 	rep.merge(sub)
 }
 
+// isTorchScript reports whether torch.load takes the archive for a
+// TorchScript one and hands it to torch.jit.load: a record that torch's
+// reader lists (names cut at 511 bytes, the archive's folder stripped) as
+// exactly "constants.pkl" (torch.serialization._is_torchscript_zip).
+func isTorchScript(z *zipArchive, prefix string) bool {
+	if prefix == "" {
+		return false
+	}
+	for _, e := range z.Entries {
+		name := e.Name
+		if len(name) > 511 {
+			name = name[:511]
+		}
+		if name == prefix+"/constants.pkl" {
+			return true
+		}
+	}
+	return false
+}
+
+// jitName reports whether a global is one torch.jit.load resolves itself
+// in a TorchScript archive: a __torch__ class (the archive's compiled
+// code) or one of torch.jit's helpers.
+func jitName(module string) bool {
+	return module == "__torch__" || strings.HasPrefix(module, "__torch__.") || strings.HasPrefix(module, "torch.jit.")
+}
+
 // maxDataPklExempt bounds the */data.pkl members (torch reads the one of
 // the archive's prefix; a zip with several is refused) that scanZip decodes
 // even when members overlap.
@@ -404,10 +431,12 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 		scanZipFallback(r, size, lim, rep)
 		return
 	}
-	z.prefix()
+	prefix := z.prefix()
 	for _, p := range z.problems {
 		rep.addProblem(p.entry + ": " + p.msg)
 	}
+	// (the strict decoder reports why it does not convert: torchScriptMsg)
+	rep.torchScript = isTorchScript(z, prefix)
 	scanZipGaps(z, rep)
 	nData := 0
 	var spent int64 // file bytes decoded so far; see openZip

@@ -70,6 +70,9 @@ type ScanReport struct {
 	// (with its module mapping)
 	zipLoader bool
 	userAllow map[string]bool // WithAllow's globals
+	// torchScript: a TorchScript archive, which torch.load hands to
+	// torch.jit.load (see isTorchScript)
+	torchScript bool
 
 	walks    *pickle.Walks // shared by the pickles and walks of one scan
 	inflated int64         // bytes of compressed records inflated (work, for the tests)
@@ -85,7 +88,9 @@ func (r *ScanReport) walker() *pickle.Walks {
 
 // sub returns a report for part of the file scanned separately (merged
 // into r only if it finds something): it shares r's walk state.
-func (r *ScanReport) sub() *ScanReport { return &ScanReport{walks: r.walker(), userAllow: r.userAllow} }
+func (r *ScanReport) sub() *ScanReport {
+	return &ScanReport{walks: r.walker(), userAllow: r.userAllow, zipLoader: r.zipLoader, torchScript: r.torchScript}
+}
 
 // sink returns the auditor that records what the machine and the walker
 // find in entry.
@@ -128,8 +133,9 @@ func (r *ScanReport) Verdict() string {
 	}
 	for _, o := range r.DangerousOpcodes {
 		// Calling an inert torch rebuild function (quantized, sparse) is
-		// what torch.load does with it: unsupported, not dangerous.
-		if inert[o.Target] {
+		// what torch.load does with it: unsupported, not dangerous; so is
+		// what a TorchScript archive's pickles build of jit's own classes.
+		if r.inertOpcode(o, inert) {
 			unsupported = true
 		} else {
 			dangerous = true
@@ -138,12 +144,21 @@ func (r *ScanReport) Verdict() string {
 	switch {
 	case dangerous:
 		return VerdictDangerous
-	case unsupported:
+	case unsupported || r.torchScript:
 		return VerdictUnsupported
 	case len(r.Problems) > 0:
 		return VerdictInvalid
 	}
 	return VerdictClean
+}
+
+// inertOpcode reports whether a code-running opcode only calls what torch
+// itself would call on load: an inert torch rebuild function (quantized,
+// sparse: unsupported, not dangerous), or, in a TorchScript archive, jit's
+// own classes and helpers (see jitName). inert holds the unsupported
+// globals.
+func (r *ScanReport) inertOpcode(o OpcodeUse, inert map[string]bool) bool {
+	return inert[o.Target] || r.torchScript && jitName(strings.TrimSuffix(o.Target, " instance"))
 }
 
 // Safe reports whether the verdict is "clean".
@@ -294,6 +309,9 @@ func (s *scanSink) FrameEnd() pickle.Auditor {
 }
 
 func (s *scanSink) global(module, name string, off int64, v globalVerdict, reason string) {
+	if s.rep.torchScript && v == verdictNotAllowed && jitName(module) {
+		v, reason = verdictUnsupported, "TorchScript: torch.jit.load resolves it, not Python's pickle (a TorchScript archive is not a state dict)"
+	}
 	verdict := [...]string{"allowed", "unsupported", "not allowed", "allowed"}[v]
 	s.rep.addGlobal(GlobalUse{Module: clip(module), Name: clip(name), Offset: off, Entry: s.entry,
 		Allowed: v == verdictAllowed || v == verdictUserAllowed, UserAllowed: v == verdictUserAllowed, Verdict: verdict, Reason: reason})
@@ -330,7 +348,7 @@ func (r *ScanReport) refusal() error {
 		}
 	}
 	for _, o := range r.DangerousOpcodes {
-		if !inert[o.Target] {
+		if !r.inertOpcode(o, inert) {
 			return &Error{Kind: ErrNotAllowed, Entry: o.Entry, Offset: o.Offset, Global: o.Target,
 				Msg: fmt.Sprintf("refusing %s on %s (a real unpickler would run code)", o.Opcode, o.Target)}
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gosafetensors/safetensors/torch"
@@ -272,6 +273,39 @@ func TestWithAllow(t *testing.T) {
 		"torch._utils._rebuild_qtensor", "nodot", "a..b", ".x", "x.", "1a.b", "a.b c"} {
 		if _, err := torch.ScanFile(oracleFile("argparse_namespace.pt"), torch.WithAllow(bad)); !errors.Is(err, torch.ErrOption) {
 			t.Errorf("WithAllow(%q): %v, want ErrOption", bad, err)
+		}
+	}
+}
+
+// TestTorchScript (14.6): a TorchScript archive (a constants.pkl record, as
+// torch.load tests it) is unsupported, not dangerous: torch.load hands it to
+// torch.jit.load, which resolves its __torch__ classes itself. A global
+// outside jit's own inside one is still dangerous, and an archive whose
+// record is CONSTANTS.PKL is not one to torch.load (its exact test fails, it
+// unpickles data.pkl with Python's pickle).
+func TestTorchScript(t *testing.T) {
+	rep, err := torch.ScanFile(oracleFile("torchscript_linear.pt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dangerous := slices.ContainsFunc(rep.Globals, func(g torch.GlobalUse) bool { return g.Verdict == "not allowed" })
+	if rep.Verdict() != torch.VerdictUnsupported || dangerous ||
+		!slices.ContainsFunc(rep.Problems, func(p string) bool { return strings.Contains(p, "TorchScript archive") }) {
+		t.Errorf("torchscript_linear.pt: %s, not allowed %v, problems %q; want unsupported, saying TorchScript", rep.Verdict(), rep.NotAllowed(), rep.Problems)
+	}
+	if _, err := torch.Open(oracleFile("torchscript_linear.pt")); !errors.Is(err, torch.ErrUnsupported) || !strings.Contains(err.Error(), "TorchScript") {
+		t.Errorf("open: %v, want ErrUnsupported naming TorchScript", err)
+	}
+	for _, c := range []struct{ file, global string }{
+		{"torchscript_data_pkl_payload.pt", "posix.system"},
+		{"torchscript_constants_case.pt", "__torch__.torch.nn.modules.linear.Linear"},
+	} {
+		rep, err := torch.ScanFile(oracleFile(c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict() != torch.VerdictDangerous || !slices.Contains(rep.NotAllowed(), c.global) {
+			t.Errorf("%s: %s %v, want dangerous naming %s", c.file, rep.Verdict(), rep.NotAllowed(), c.global)
 		}
 	}
 }

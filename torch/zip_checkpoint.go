@@ -11,12 +11,20 @@ import (
 // candidate is decoded first (so a dangerous global is what gets reported,
 // even in an archive that is also malformed), then container problems are
 // reported, then the object is resolved against the storage records.
+// torchScriptMsg explains why a TorchScript archive does not convert.
+const torchScriptMsg = "TorchScript archive (torch.jit.save): not a pickled state dict (torch.load hands it to torch.jit.load, " +
+	"which resolves its __torch__ classes and compiles its code without Python's pickle); load it with torch.jit.load " +
+	"and torch.save its state_dict() to convert it"
+
 func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	z, err := readZip(r, size, lim)
 	if err != nil {
 		return nil, err
 	}
 	prefix := z.prefix()
+	if isTorchScript(z, prefix) {
+		return nil, newError(ErrUnsupported, prefix+"/constants.pkl", -1, "%s", torchScriptMsg)
+	}
 
 	type decoded struct {
 		e        *zipEntry
@@ -67,7 +75,7 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		}
 		rest := asciiLower(strings.TrimPrefix(name, prefix+"/"))
 		if rest == "constants.pkl" || strings.HasPrefix(rest, "code/") {
-			return nil, newError(ErrUnsupported, e.Name, -1, "TorchScript archive (torch.jit.save); only torch.save checkpoints are supported")
+			return nil, newError(ErrUnsupported, e.Name, -1, "%s", torchScriptMsg)
 		}
 	}
 	version, err := zipVersion(z, prefix)

@@ -224,6 +224,27 @@ def main():
     # 14.6: a TorchScript archive
     if not keep("torchscript_linear.pt"):
         torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), os.path.join(OUT, "torchscript_linear.pt"))
+    # the same archive rewritten (never unpickled here): data.pkl naming
+    # posix.system beside constants.pkl; constants.pkl renamed CONSTANTS.PKL,
+    # which torch.load's exact test does not see (it unpickles data.pkl)
+    import zipfile
+    src = zipfile.ZipFile(os.path.join(OUT, "torchscript_linear.pt"))
+
+    def rewrite(name, change):
+        if keep(name):
+            return
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+            for info in src.infolist():
+                n, data = change(info.filename, src.read(info.filename))
+                zi = zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0))
+                z.writestr(zi, data)
+        write(name, buf.getvalue())
+    evil = b"\x80\x02cposix\nsystem\nX\x04\x00\x00\x00true\x85R."
+    rewrite("torchscript_data_pkl_payload.pt",
+            lambda n, d: (n, evil if n.endswith("/data.pkl") else d))
+    rewrite("torchscript_constants_case.pt",
+            lambda n, d: (n.replace("constants.pkl", "CONSTANTS.PKL"), d))
 
 
 if __name__ == "__main__":
