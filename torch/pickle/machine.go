@@ -707,7 +707,7 @@ func (m *Machine) step(op Op, off int64) error {
 			return err
 		}
 		if m.audit == nil {
-			return m.errf(ErrUnsupported, off, "text persistent id (PERSID %q) is not supported; torch writes BINPERSID", truncate(l))
+			return m.errf(ErrUnsupported, off, "text persistent id (PERSID %q) is not supported (only BINPERSID is)", truncate(l))
 		}
 		m.audit.Problem(off, fmt.Sprintf("text persistent id PERSID %q", truncate(l)))
 		return m.push(&Opaque{What: "persistent id", Offset: off})
@@ -838,7 +838,7 @@ func (m *Machine) construct(op Op, off int64) error {
 	}
 	if m.audit == nil {
 		return &Error{Kind: ErrNotAllowed, Offset: off, Global: target,
-			Msg: fmt.Sprintf("refusing %s %s (the %s opcode instantiates classes; torch never writes it for tensors)", op.String(), target, op.String())}
+			Msg: fmt.Sprintf("refusing %s %s (the %s opcode instantiates a class the policy was not asked about)", op.String(), target, op.String())}
 	}
 	m.audit.Call(op, off, target)
 	return m.push(&Opaque{What: target + " instance", Offset: off})

@@ -518,7 +518,7 @@ func (w *Walker) step(op Op, off int64) bool {
 			}
 			s = string(b)
 		} else if s, ok = decodeRawUnicodeEscape(l); !ok {
-			s = string(l) // surrogates: not a name torch could import anyway
+			s = string(l) // surrogates: not a name Python could import anyway
 		}
 		w.push(shadowOf(s))
 	case OpLong1, OpShortBinString, OpShortBinBytes, OpShortBinUnicode:
