@@ -70,7 +70,7 @@ func hubEnv(t *testing.T, s *pacedserver.Server) string {
 func TestDownloadCLI(t *testing.T) {
 	s := hubServer(t, loadSpec, "")
 	cache := hubEnv(t, s)
-	code, out, errs := runCLI(t, "download", "hf://org/model", "--concurrency", "4", "--chunk", "64KiB")
+	code, out, errs := runCLI(t, "download", "hf://org/model", "--concurrency", "4", "--chunk", "1MiB")
 	if code != 0 {
 		t.Fatalf("download: exit %d: %s", code, errs)
 	}
