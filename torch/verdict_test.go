@@ -6,6 +6,7 @@ package torch_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -306,6 +307,20 @@ func TestTorchScript(t *testing.T) {
 		}
 		if rep.Verdict() != torch.VerdictDangerous || !slices.Contains(rep.NotAllowed(), c.global) {
 			t.Errorf("%s: %s %v, want dangerous naming %s", c.file, rep.Verdict(), rep.NotAllowed(), c.global)
+		}
+	}
+}
+
+// TestScanDocListsAllowlist keeps docs/security/scan.md's allowlist table
+// complete: every allowlisted global appears there, spelt exactly.
+func TestScanDocListsAllowlist(t *testing.T) {
+	b, err := os.ReadFile("../docs/security/scan.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range torch.AllowlistForOracle() {
+		if !bytes.Contains(b, []byte("`"+g+"`")) {
+			t.Errorf("docs/security/scan.md does not list the allowlisted %s", g)
 		}
 	}
 }
