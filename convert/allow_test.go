@@ -1,6 +1,7 @@
 package convert_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -15,10 +16,10 @@ import (
 func TestConvertAllow(t *testing.T) {
 	in := "../testdata/oracle/argparse_namespace.pt"
 	out := filepath.Join(t.TempDir(), "out.safetensors")
-	if _, err := convert.File(in, out); !errors.Is(err, torch.ErrNotAllowed) {
+	if _, err := convert.File(context.Background(), in, out); !errors.Is(err, torch.ErrNotAllowed) {
 		t.Fatalf("without WithAllow: %v, want ErrNotAllowed", err)
 	}
-	rep, err := convert.File(in, out, convert.WithAllow("argparse.Namespace"))
+	rep, err := convert.File(context.Background(), in, out, convert.WithAllow("argparse.Namespace"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +35,12 @@ func TestConvertAllow(t *testing.T) {
 	if !found {
 		t.Errorf("hparams not skipped as an object: %+v", rep.Skipped)
 	}
-	if _, err := convert.File(in, out, convert.WithAllow("posix.system")); !errors.Is(err, convert.ErrOption) {
+	if _, err := convert.File(context.Background(), in, out, convert.WithAllow("posix.system")); !errors.Is(err, convert.ErrOption) {
 		t.Errorf("WithAllow(posix.system): %v, want ErrOption", err)
 	}
 	// values torch.save writes with inert globals convert without WithAllow
 	for _, f := range []string{"set_p2.pt", "device_value.pt", "dtype_value.pt", "set_frozenset_p4.pt", "bytearray_p5.pt", "tuple_key.pt"} {
-		rep, err := convert.PlanFile("../testdata/oracle/" + f)
+		rep, err := convert.PlanFile(context.Background(), "../testdata/oracle/"+f)
 		if err != nil || len(rep.Tensors) != 1 || rep.Tensors[0].Name != "w" {
 			t.Errorf("%s: %v %+v", f, err, rep)
 		}

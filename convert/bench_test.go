@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -117,7 +118,7 @@ func BenchmarkConvert(b *testing.B) {
 				runtime.GC()
 				h := sampleHeap()
 				start := time.Now()
-				if _, err := File(in, out, bc.opt...); err != nil {
+				if _, err := File(context.Background(), in, out, bc.opt...); err != nil {
 					b.Fatal(err)
 				}
 				ours += time.Since(start)
@@ -159,7 +160,7 @@ func BenchmarkScanVsConvert100kTensors(b *testing.B) {
 		}
 		scan += time.Since(start)
 		start = time.Now()
-		if _, err := File(in, out, WithOverwrite(true)); err != nil {
+		if _, err := File(context.Background(), in, out, WithOverwrite(true)); err != nil {
 			b.Fatal(err)
 		}
 		conv += time.Since(start)

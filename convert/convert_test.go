@@ -2,10 +2,12 @@ package convert
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"io"
 	"maps"
@@ -149,7 +151,7 @@ func TestConvertFixtures(t *testing.T) {
 
 			// Default policy.
 			out := filepath.Join(tmp, "default.safetensors")
-			rep, err := File(in, out, WithDigests(true))
+			rep, err := File(context.Background(), in, out, WithDigests(true))
 			if err != nil {
 				t.Fatalf("convert: %v", err)
 			}
@@ -199,7 +201,7 @@ func TestConvertFixtures(t *testing.T) {
 
 			// KeepAliases: the materialized reference, exactly.
 			out2 := filepath.Join(tmp, "keep.safetensors")
-			rep2, err := File(in, out2, WithKeepAliases(true))
+			rep2, err := File(context.Background(), in, out2, WithKeepAliases(true))
 			if err != nil {
 				t.Fatalf("convert --keep-aliases: %v", err)
 			}
@@ -307,7 +309,7 @@ func fullName(sc sidecar, name string) string {
 }
 
 func TestSkippedEntries(t *testing.T) {
-	rep, err := PlanFile("../testdata/torch/checkpoint_nested.pt")
+	rep, err := PlanFile(context.Background(), "../testdata/torch/checkpoint_nested.pt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +323,7 @@ func TestSkippedEntries(t *testing.T) {
 	if rep.Output != "" || rep.Tensors[0].SHA256 != "" {
 		t.Error("a plan has an output or digests")
 	}
-	rep, err = PlanFile("../testdata/torch/non_tensor_values.pt")
+	rep, err = PlanFile(context.Background(), "../testdata/torch/non_tensor_values.pt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,20 +339,20 @@ func TestSkippedEntries(t *testing.T) {
 }
 
 func TestKeyOption(t *testing.T) {
-	rep, err := PlanFile("../testdata/torch/checkpoint_nested.pt", WithKey("optimizer.state"))
+	rep, err := PlanFile(context.Background(), "../testdata/torch/checkpoint_nested.pt", WithKey("optimizer.state"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Unwrapped != "optimizer.state" || len(rep.Tensors) == 0 || !strings.HasPrefix(rep.Tensors[0].Name, "0.") && !strings.Contains(rep.Tensors[0].Name, ".") {
 		t.Errorf("unwrapped %q tensors %v", rep.Unwrapped, rep.Tensors)
 	}
-	_, err = PlanFile("../testdata/torch/checkpoint_nested.pt", WithKey("nope"))
+	_, err = PlanFile(context.Background(), "../testdata/torch/checkpoint_nested.pt", WithKey("nope"))
 	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), `"state_dict"`) {
 		t.Errorf("missing key: %v", err)
 	}
 	// The root of a plain state dict whose names start with "model." is not
 	// unwrapped.
-	rep, err = PlanFile("../testdata/torch/tied_weights.pt")
+	rep, err = PlanFile(context.Background(), "../testdata/torch/tied_weights.pt")
 	if err != nil || rep.Unwrapped != "" {
 		t.Errorf("tied_weights unwrapped %q, %v", rep.Unwrapped, err)
 	}
@@ -370,7 +372,7 @@ func TestPreferDiscard(t *testing.T) {
 		{[]Option{WithPrefer("lm_head.weight"), WithDiscard("model.embed_tokens.weight")}, "lm_head.weight"},
 	} {
 		out := filepath.Join(t.TempDir(), "x.safetensors")
-		rep, err := File(in, out, tc.opt...)
+		rep, err := File(context.Background(), in, out, tc.opt...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -388,18 +390,18 @@ func TestOverwriteAndSameFile(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "x.safetensors")
 	os.WriteFile(out, []byte("old"), 0o666)
-	if _, err := File("../testdata/torch/dtypes.pt", out); !errors.Is(err, ErrExists) {
+	if _, err := File(context.Background(), "../testdata/torch/dtypes.pt", out); !errors.Is(err, ErrExists) {
 		t.Fatalf("existing output: %v", err)
 	}
 	if b, _ := os.ReadFile(out); string(b) != "old" {
 		t.Fatal("existing output changed")
 	}
-	if _, err := File("../testdata/torch/dtypes.pt", out, WithOverwrite(true)); err != nil {
+	if _, err := File(context.Background(), "../testdata/torch/dtypes.pt", out, WithOverwrite(true)); err != nil {
 		t.Fatal(err)
 	}
 	in := filepath.Join(dir, "in.pt")
 	copyFile(t, "../testdata/torch/dtypes.pt", in)
-	if _, err := File(in, in, WithOverwrite(true)); !errors.Is(err, ErrOutputIsInput) {
+	if _, err := File(context.Background(), in, in, WithOverwrite(true)); !errors.Is(err, ErrOutputIsInput) {
 		t.Errorf("in == out: %v", err)
 	}
 	assertOnly(t, dir, "in.pt", "x.safetensors")
@@ -461,7 +463,7 @@ func TestCorruptStorageLeavesNothing(t *testing.T) {
 	b[off+1] ^= 0xff
 	os.WriteFile(in, b, 0o666)
 	out := filepath.Join(dir, "out.safetensors")
-	_, err = File(in, out)
+	_, err = File(context.Background(), in, out)
 	if !errors.Is(err, torch.ErrCorrupt) {
 		t.Fatalf("corrupt storage: %v", err)
 	}
@@ -485,7 +487,7 @@ func TestRefuse(t *testing.T) {
 			t.Run(cat+"/"+e.File, func(t *testing.T) {
 				tmp := t.TempDir()
 				out := filepath.Join(tmp, "out.safetensors")
-				rep, err := File(filepath.Join(dir, e.File), out)
+				rep, err := File(context.Background(), filepath.Join(dir, e.File), out)
 				names := e.MustNameOneOf
 				if e.Sidecar != "" || cat == "unsupported" {
 					var sc sidecar
@@ -584,7 +586,7 @@ func TestOutputName(t *testing.T) {
 func TestProgress(t *testing.T) {
 	var last, total int64
 	calls := 0
-	rep, err := File("../testdata/torch/many_tensors.pt", filepath.Join(t.TempDir(), "x.safetensors"), WithProgress(func(w, tot int64) { calls++; last, total = w, tot }))
+	rep, err := File(context.Background(), "../testdata/torch/many_tensors.pt", filepath.Join(t.TempDir(), "x.safetensors"), WithProgress(func(w, tot int64) { calls++; last, total = w, tot }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,7 +610,7 @@ func TestDirSharded(t *testing.T) {
 	idx, _ := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": 1, "format": "pt"}, "weight_map": wmap})
 	os.WriteFile(filepath.Join(dir, "pytorch_model.bin.index.json"), idx, 0o666)
 
-	rep, err := Dir(dir, dir)
+	rep, err := Dir(context.Background(), dir, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -639,7 +641,7 @@ func TestDirSharded(t *testing.T) {
 		}
 	}
 	// Again: the outputs exist now.
-	if _, err := Dir(dir, dir); !errors.Is(err, ErrExists) {
+	if _, err := Dir(context.Background(), dir, dir); !errors.Is(err, ErrExists) {
 		t.Errorf("second run: %v", err)
 	}
 
@@ -648,7 +650,7 @@ func TestDirSharded(t *testing.T) {
 	copyFile(t, "../testdata/torch/tiny_transformer.bin", filepath.Join(bad, shard1))
 	copyFile(t, "../testdata/malicious/torch_zip_os_system.bin", filepath.Join(bad, shard2))
 	os.WriteFile(filepath.Join(bad, "pytorch_model.bin.index.json"), idx, 0o666)
-	if _, err := Dir(bad, bad); !errors.Is(err, torch.ErrNotAllowed) || !strings.Contains(err.Error(), "posix.system") {
+	if _, err := Dir(context.Background(), bad, bad); !errors.Is(err, torch.ErrNotAllowed) || !strings.Contains(err.Error(), "posix.system") {
 		t.Errorf("malicious shard: %v", err)
 	}
 	assertOnly(t, bad, shard1, shard2, "pytorch_model.bin.index.json")
@@ -660,14 +662,14 @@ func TestDirSharded(t *testing.T) {
 	writeTorchZip(t, filepath.Join(two, shard2), []torchtest.Tensor{synth("extra.a", "F32", 1, 3, 4), synth("extra.b", "BF16", 2, 5)})
 	os.WriteFile(filepath.Join(two, "pytorch_model.bin.index.json"), idx, 0o666)
 	os.WriteFile(filepath.Join(two, "pytorch_model.pt.index.json"), idx, 0o666)
-	if _, err := Dir(two, two); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "model.safetensors.index.json") {
+	if _, err := Dir(context.Background(), two, two); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "model.safetensors.index.json") {
 		t.Errorf("two indexes, one output: %v", err)
 	}
 	assertOnly(t, two, shard1, shard2, "pytorch_model.bin.index.json", "pytorch_model.pt.index.json")
 
 	// An index may not point outside its directory.
 	os.WriteFile(filepath.Join(bad, "pytorch_model.bin.index.json"), []byte(`{"weight_map":{"a":"../x.bin"}}`), 0o666)
-	if _, err := Dir(bad, bad); !errors.Is(err, ErrInput) {
+	if _, err := Dir(context.Background(), bad, bad); !errors.Is(err, ErrInput) {
 		t.Errorf("index with a path: %v", err)
 	}
 }
@@ -677,7 +679,7 @@ func TestDirSingle(t *testing.T) {
 	copyFile(t, "../testdata/torch/tiny_transformer.bin", filepath.Join(dir, "pytorch_model.bin"))
 	copyFile(t, "../testdata/torch/dtypes.pt", filepath.Join(dir, "other.pt"))
 	out := filepath.Join(dir, "out")
-	rep, err := Dir(dir, out)
+	rep, err := Dir(context.Background(), dir, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -686,7 +688,7 @@ func TestDirSingle(t *testing.T) {
 	}
 	assertOnly(t, out, "model.safetensors")
 	os.Remove(filepath.Join(dir, "pytorch_model.bin"))
-	rep, err = Dir(dir, out)
+	rep, err = Dir(context.Background(), dir, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -694,7 +696,7 @@ func TestDirSingle(t *testing.T) {
 		t.Errorf("files %d ignored %v", len(rep.Files), rep.Ignored)
 	}
 	assertOnly(t, out, "model.safetensors", "other.safetensors")
-	if _, err := Dir(t.TempDir(), out); !errors.Is(err, ErrNoCheckpoint) {
+	if _, err := Dir(context.Background(), t.TempDir(), out); !errors.Is(err, ErrNoCheckpoint) {
 		t.Errorf("empty dir: %v", err)
 	}
 }
@@ -711,7 +713,7 @@ func TestOutputCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.safetensors")
-	if _, err := File(in, out); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "zero strides") {
+	if _, err := File(context.Background(), in, out); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "zero strides") {
 		t.Fatalf("4 GiB from 4 bytes: %v", err)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -721,10 +723,10 @@ func TestOutputCap(t *testing.T) {
 	if err := torchtest.WriteFile(small, []torchtest.Tensor{{Name: "w", DType: "F32", Shape: []int64{64}, Data: make([]byte, 256)}}, torchtest.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := File(small, out, WithMaxOutputBytes(100)); !errors.Is(err, ErrInput) {
+	if _, err := File(context.Background(), small, out, WithMaxOutputBytes(100)); !errors.Is(err, ErrInput) {
 		t.Fatalf("explicit cap: %v", err)
 	}
-	if _, err := File(small, out, WithMaxOutputBytes(256)); err != nil {
+	if _, err := File(context.Background(), small, out, WithMaxOutputBytes(256)); err != nil {
 		t.Fatalf("at the cap: %v", err)
 	}
 }
@@ -743,7 +745,7 @@ func TestVerifyCatchesDifferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out.safetensors")
-	r, err := p.Write(out)
+	r, err := p.Write(context.Background(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -755,7 +757,7 @@ func TestVerifyCatchesDifferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := verify(good, r, p.sources, true, nil); err != nil {
+	if err := verify(context.Background(), good, r, p.sources, true, nil); err != nil {
 		t.Fatalf("untouched file: %v", err)
 	}
 	// the hashes of what was copied (WithVerifyFromCopy)
@@ -765,7 +767,7 @@ func TestVerifyCatchesDifferences(t *testing.T) {
 		data, _ := tn.Copy()
 		copied.sums[ti.Name] = maphash.Bytes(copied.seed, data)
 	}
-	if err := verify(good, r, p.sources, true, copied); err != nil {
+	if err := verify(context.Background(), good, r, p.sources, true, copied); err != nil {
 		t.Fatalf("untouched file, from the copy: %v", err)
 	}
 	victim := good.Tensors[len(good.Tensors)-1]
@@ -774,11 +776,11 @@ func TestVerifyCatchesDifferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = verify(bad, r, p.sources, false, nil)
+	err = verify(context.Background(), bad, r, p.sources, false, nil)
 	if !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), victim.Name) || !strings.Contains(err.Error(), "byte 1 differs") {
 		t.Fatalf("tampered file: %v", err)
 	}
-	err = verify(bad, r, p.sources, false, copied)
+	err = verify(context.Background(), bad, r, p.sources, false, copied)
 	if !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), victim.Name) || !strings.Contains(err.Error(), "differs from the bytes copied into it") {
 		t.Fatalf("tampered file, from the copy: %v", err)
 	}
@@ -815,12 +817,12 @@ func TestVerifyFromCopyReadsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		opened := cr.n.Load()
-		p, err := NewPlan(c, WithVerifyFromCopy(fromCopy), WithDigests(true))
+		p, err := NewPlan(c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out := filepath.Join(t.TempDir(), "out.safetensors")
-		r, err := p.Write(out)
+		r, err := p.Write(context.Background(), out, WithVerifyFromCopy(fromCopy), WithDigests(true))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -833,4 +835,55 @@ func TestVerifyFromCopyReadsOnce(t *testing.T) {
 		t.Fatalf("bytes read from the checkpoint: %d verifying by a second read, %d from the copy", read[0], read[1])
 	}
 	t.Logf("bytes read from the checkpoint: %d verifying by a second read, %d from the copy", read[0], read[1])
+}
+
+// Cancelling the context stops a conversion part-way: the error is the
+// context's, and no output or temporary file is left, for File, FromReaderAt
+// and Dir.
+func TestCancelLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	os.Mkdir(in, 0o755)
+	var tensors []torchtest.Tensor
+	for i := range 8 {
+		tensors = append(tensors, synth(fmt.Sprintf("layer.%d.weight", i), "F32", byte(i), 256, 256))
+	}
+	writeTorchZip(t, filepath.Join(in, "pytorch_model.bin"), tensors)
+	out := filepath.Join(dir, "out")
+	os.Mkdir(out, 0o755)
+	for name, conv := range map[string]func(ctx context.Context, o ...Option) error{
+		"File": func(ctx context.Context, o ...Option) error {
+			_, err := File(ctx, filepath.Join(in, "pytorch_model.bin"), filepath.Join(out, "x.safetensors"), o...)
+			return err
+		},
+		"FromReaderAt": func(ctx context.Context, o ...Option) error {
+			f, err := os.Open(filepath.Join(in, "pytorch_model.bin"))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			st, _ := f.Stat()
+			_, err = FromReaderAt(ctx, f, st.Size(), "pytorch_model.bin", filepath.Join(out, "x.safetensors"), o...)
+			return err
+		},
+		"Dir": func(ctx context.Context, o ...Option) error { _, err := Dir(ctx, in, out, o...); return err },
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		calls := 0
+		err := conv(ctx, WithProgress(func(written, total int64) {
+			if calls++; written > total/3 {
+				cancel()
+			}
+		}))
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %v, want context.Canceled", name, err)
+		}
+		if calls == 0 {
+			t.Errorf("%s: cancelled before writing", name)
+		}
+		if ents, _ := os.ReadDir(out); len(ents) != 0 {
+			t.Errorf("%s left %v behind", name, ents)
+		}
+	}
 }

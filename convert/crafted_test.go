@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -45,7 +46,7 @@ func TestCraftedConvert(t *testing.T) {
 			in := filepath.Join("../testdata/crafted", e.Name)
 			dir := t.TempDir()
 			out := filepath.Join(dir, "out.safetensors")
-			_, err := File(in, out)
+			_, err := File(context.Background(), in, out)
 			rep, serr := torch.ScanFile(in)
 			if serr != nil {
 				t.Fatal(serr)

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,6 +53,7 @@ type DirReport struct {
 }
 
 type dirJob struct {
+	name    string // base name in the input directory
 	in, out string
 	ckpt    *torch.Checkpoint
 	plan    *Plan
@@ -70,20 +72,60 @@ type indexJob struct {
 // total_size recomputed; else pytorch_model.bin if present; else every
 // *.bin, *.pt, *.pth and *.ckpt except a Trainer's optimizer and argument
 // pickles. Every input is read and planned before anything is written;
-// if a write fails, the outputs already written by this call are removed.
-// The options apply to every file (WithProgress counts over all of them);
-// an invalid one is an error wrapping [ErrOption], before anything is read.
-func Dir(in, outDir string, opts ...Option) (*DirReport, error) {
-	opt, err := buildOptions(opts)
+// if a write fails, or ctx is cancelled (the error then wraps ctx's), the
+// outputs already written by this call are removed. The options apply to
+// every file (WithProgress counts over all of them); an invalid one is an
+// error wrapping [ErrOption], before anything is read.
+func Dir(ctx context.Context, in, outDir string, opts ...Option) (*DirReport, error) {
+	popt, wopt, err := buildOptions(opts)
 	if err != nil {
 		return nil, err
 	}
 	rep := &DirReport{Input: in, Output: outDir}
-	ents, err := os.ReadDir(in)
+	todo, indexes, err := dirInputs(in, outDir, rep)
 	if err != nil {
 		return nil, err
 	}
-	var indexes []*indexJob
+	// Read and plan everything first: a refused shard stops the conversion
+	// before anything is written.
+	jobs, err := planDir(ctx, in, outDir, todo, popt)
+	defer func() {
+		for _, j := range jobs {
+			j.ckpt.Close()
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if !wopt.overwrite {
+		for _, j := range jobs {
+			if _, err := os.Lstat(j.out); err == nil {
+				return nil, fmt.Errorf("%w: %s", ErrExists, j.out)
+			}
+		}
+		for _, ij := range indexes {
+			if _, err := os.Lstat(ij.out); err == nil {
+				return nil, fmt.Errorf("%w: %s", ErrExists, ij.out)
+			}
+		}
+	}
+	if err := os.MkdirAll(outDir, 0o777); err != nil {
+		return nil, err
+	}
+	if err := writeDir(ctx, jobs, indexes, wopt, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// dirInputs decides what Dir converts: the shards of the directory's
+// checkpoint indexes, else pytorch_model.bin, else every checkpoint but a
+// Trainer's state (noted in rep.Ignored).
+func dirInputs(in, outDir string, rep *DirReport) (todo []string, indexes []*indexJob, err error) {
+	ents, err := os.ReadDir(in)
+	if err != nil {
+		return nil, nil, err
+	}
 	var files []string
 	for _, e := range ents {
 		name := e.Name()
@@ -93,12 +135,12 @@ func Dir(in, outDir string, opts ...Option) (*DirReport, error) {
 		if stem, ok := strings.CutSuffix(name, ".index.json"); ok && slices.Contains(checkpointExts, strings.ToLower(filepath.Ext(stem))) {
 			ij, err := readIndex(filepath.Join(in, name))
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			ij.out = filepath.Join(outDir, IndexOutputName(name))
 			for _, prev := range indexes {
 				if prev.out == ij.out {
-					return nil, fmt.Errorf("%w: %s and %s would both be written to %s; convert them separately", ErrInput, filepath.Base(prev.in), name, ij.out)
+					return nil, nil, fmt.Errorf("%w: %s and %s would both be written to %s; convert them separately", ErrInput, filepath.Base(prev.in), name, ij.out)
 				}
 			}
 			indexes = append(indexes, ij)
@@ -108,7 +150,6 @@ func Dir(in, outDir string, opts ...Option) (*DirReport, error) {
 			files = append(files, name)
 		}
 	}
-	var todo []string
 	switch {
 	case len(indexes) > 0:
 		seen := map[string]bool{}
@@ -142,69 +183,63 @@ func Dir(in, outDir string, opts ...Option) (*DirReport, error) {
 		}
 	}
 	if len(todo) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no PyTorch checkpoint (*.bin, *.pt, *.pth, *.ckpt)", ErrNoCheckpoint, in)
+		return nil, nil, fmt.Errorf("%w: %s holds no PyTorch checkpoint (*.bin, *.pt, *.pth, *.ckpt)", ErrNoCheckpoint, in)
 	}
+	return todo, indexes, nil
+}
 
-	// Read and plan everything first: a refused shard stops the conversion
-	// before anything is written.
+// planDir opens and plans every checkpoint; the jobs returned hold their
+// checkpoints open (also on error, for the caller to close).
+func planDir(ctx context.Context, in, outDir string, todo []string, opt planOptions) ([]*dirJob, error) {
 	jobs := make([]*dirJob, 0, len(todo))
-	defer func() {
-		for _, j := range jobs {
-			j.ckpt.Close()
-		}
-	}()
 	outs := map[string]bool{}
-	var total int64
 	for _, name := range todo {
-		j := &dirJob{in: filepath.Join(in, name), out: filepath.Join(outDir, OutputName(name))}
+		if err := ctx.Err(); err != nil {
+			return jobs, err
+		}
+		j := &dirJob{name: name, in: filepath.Join(in, name), out: filepath.Join(outDir, OutputName(name))}
 		if outs[j.out] {
-			return nil, fmt.Errorf("%w: two inputs would both be written to %s", ErrInput, j.out)
+			return jobs, fmt.Errorf("%w: two inputs would both be written to %s", ErrInput, j.out)
 		}
 		outs[j.out] = true
 		c, err := openCheckpoint(j.in, &opt)
 		if err != nil {
-			return nil, err
+			return jobs, err
 		}
 		j.ckpt = c
 		jobs = append(jobs, j)
 		if j.plan, err = newPlan(c, opt); err != nil {
-			return nil, withInput(err, j.in)
+			return jobs, withInput(err, j.in)
 		}
 		j.plan.report.Input = j.in
+	}
+	return jobs, nil
+}
+
+// writeDir writes the planned files, then the indexes; on any failure the
+// outputs already written are removed.
+func writeDir(ctx context.Context, jobs []*dirJob, indexes []*indexJob, opt writeOptions, rep *DirReport) error {
+	var total int64
+	for _, j := range jobs {
 		total += j.plan.report.Bytes
 	}
-	if !opt.overwrite {
-		for _, j := range jobs {
-			if _, err := os.Lstat(j.out); err == nil {
-				return nil, fmt.Errorf("%w: %s", ErrExists, j.out)
-			}
-		}
-		for _, ij := range indexes {
-			if _, err := os.Lstat(ij.out); err == nil {
-				return nil, fmt.Errorf("%w: %s", ErrExists, ij.out)
-			}
-		}
-	}
-	if err := os.MkdirAll(outDir, 0o777); err != nil {
-		return nil, err
-	}
-
 	var written []string
-	fail := func(err error) (*DirReport, error) {
+	fail := func(err error) error {
 		for _, w := range written {
 			os.Remove(w)
 		}
-		return nil, err
+		return cancelled(ctx, err)
 	}
 	var done int64
 	byShard := map[string]*Report{}
-	for i, j := range jobs {
+	for _, j := range jobs {
+		w := opt
 		if opt.progress != nil {
 			base := done
-			j.plan.opt.progress = func(w, _ int64) { opt.progress(base+w, total) }
+			w.progress = func(n, _ int64) { opt.progress(base+n, total) }
 		}
-		j.plan.opt.overwrite = true // checked above for every output
-		r, err := j.plan.Write(j.out)
+		w.overwrite = true // checked for every output before writing any
+		r, err := j.plan.write(ctx, j.out, w)
 		if err != nil {
 			return fail(err)
 		}
@@ -213,9 +248,12 @@ func Dir(in, outDir string, opts ...Option) (*DirReport, error) {
 		done += r.Bytes
 		rep.Bytes += r.Bytes
 		rep.Files = append(rep.Files, r)
-		byShard[todo[i]] = r
+		byShard[j.name] = r
 	}
 	for _, ij := range indexes {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
 		warn, err := ij.write(byShard)
 		if err != nil {
 			return fail(err)
@@ -224,7 +262,7 @@ func Dir(in, outDir string, opts ...Option) (*DirReport, error) {
 		rep.Indexes = append(rep.Indexes, ij.out)
 		rep.Warnings = append(rep.Warnings, warn...)
 	}
-	return rep, nil
+	return nil
 }
 
 func readIndex(path string) (*indexJob, error) {

@@ -31,7 +31,19 @@
 // view ([WithDigests] also records each tensor's SHA-256). On any error
 // no output file is left behind.
 //
-// Every function takes functional options ([Option]); an invalid value (an
-// empty key or name, a nil function, a cap below 1 other than
-// [NoOutputCap]) is an error wrapping [ErrOption], never silently ignored.
+// Options are of two kinds: a [PlanOption] says what is written, a
+// [WriteOption] how; a function takes only the kinds it uses (see
+// [Option]), so no option is ever silently ignored, and an invalid value
+// (an empty key or name, a nil function, a cap below 1 other than
+// [NoOutputCap]) is an error wrapping [ErrOption].
+//
+// [File] and [Dir] convert local files, [FromReaderAt] any io.ReaderAt (a
+// remote.File from HTTP or the Hub, a blobstore object, a source.Object),
+// as the CLI converts any location. They take a context: cancelling it
+// stops the conversion between two writes, removes what was written, and
+// returns the context's error.
+//
+// To read a checkpoint as the safetensors file converting it would write,
+// without writing it, use [NewSource]; package source does, so that every
+// command reads a checkpoint that way.
 package convert

@@ -1,6 +1,7 @@
 package convert_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -16,7 +17,7 @@ func ExampleFile() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	r, err := convert.File("../testdata/torch/tied_weights.pt", filepath.Join(dir, "model.safetensors"))
+	r, err := convert.File(context.Background(), "../testdata/torch/tied_weights.pt", filepath.Join(dir, "model.safetensors"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func ExampleDir() {
 	if err := os.WriteFile(filepath.Join(in, "pytorch_model.bin"), b, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	rep, err := convert.Dir(in, in)
+	rep, err := convert.Dir(context.Background(), in, in)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func ExampleDir() {
 }
 
 func ExamplePlanFile_options() {
-	rep, err := convert.PlanFile("../testdata/torch/tied_weights.pt",
+	rep, err := convert.PlanFile(context.Background(), "../testdata/torch/tied_weights.pt",
 		convert.WithPrefer("model.embed_tokens.weight"),
 		convert.WithMaxOutputBytes(64<<20))
 	if err != nil {
@@ -64,7 +65,7 @@ func ExamplePlanFile_options() {
 	}
 
 	// An invalid value is refused before the checkpoint is read.
-	_, err = convert.PlanFile("../testdata/torch/tied_weights.pt", convert.WithPrefer("a"), convert.WithDiscard("a"))
+	_, err = convert.PlanFile(context.Background(), "../testdata/torch/tied_weights.pt", convert.WithPrefer("a"), convert.WithDiscard("a"))
 	fmt.Println(errors.Is(err, convert.ErrOption), err)
 	// Output:
 	// lm_head.weight is the same tensor as model.embed_tokens.weight

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func FuzzConvert(f *testing.F) {
 		}
 		dir := t.TempDir()
 		out := filepath.Join(dir, "out.safetensors")
-		r, err := p.Write(out)
+		r, err := p.Write(context.Background(), out)
 		if err != nil {
 			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 				t.Fatalf("failed conversion left %d files: %v", len(ents), err)

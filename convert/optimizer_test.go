@@ -1,6 +1,7 @@
 package convert_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -26,7 +27,7 @@ func TestOptimizerStateByStructure(t *testing.T) {
 		{"optimizer_odd_name.pt", "", "opt", []string{"w"}},
 		{"fresh_sgd_beside_model.pt", "model", "", []string{"0.weight", "0.bias", "2.weight", "2.bias"}},
 	} {
-		rep, err := convert.PlanFile("../testdata/oracle/" + c.file)
+		rep, err := convert.PlanFile(context.Background(), "../testdata/oracle/"+c.file)
 		if err != nil {
 			t.Errorf("%s: %v", c.file, err)
 			continue
@@ -58,17 +59,17 @@ func TestOptimizerStateByStructure(t *testing.T) {
 // TestNoModelTensors (14.5): a checkpoint that holds only optimizer state
 // is an error, not an empty file.
 func TestNoModelTensors(t *testing.T) {
-	_, err := convert.PlanFile("../testdata/oracle/bare_optimizer.pt")
+	_, err := convert.PlanFile(context.Background(), "../testdata/oracle/bare_optimizer.pt")
 	if !errors.Is(err, convert.ErrInput) || !strings.Contains(err.Error(), "no model tensors") {
 		t.Fatalf("bare optimizer state: %v, want ErrInput saying no model tensors", err)
 	}
 	// an explicit WithKey still converts the optimizer's tensors
-	rep, err := convert.PlanFile("../testdata/oracle/bare_optimizer.pt", convert.WithKey("state"))
+	rep, err := convert.PlanFile(context.Background(), "../testdata/oracle/bare_optimizer.pt", convert.WithKey("state"))
 	if err != nil || len(rep.Tensors) == 0 {
 		t.Fatalf("WithKey(state): %v %+v", err, rep)
 	}
 	// an empty state dict is still an (empty) model
-	if _, err := convert.PlanFile("../testdata/torch/empty_state_dict.pt"); err != nil {
+	if _, err := convert.PlanFile(context.Background(), "../testdata/torch/empty_state_dict.pt"); err != nil {
 		t.Fatalf("empty state dict: %v", err)
 	}
 }
@@ -77,7 +78,7 @@ func TestNoModelTensors(t *testing.T) {
 // it under the name "tensor", not "".
 func TestBareTensorName(t *testing.T) {
 	for _, f := range []string{"../testdata/oracle/bare_tensor_root.pt", "../testdata/torch/bare_tensor.pt"} {
-		rep, err := convert.PlanFile(f)
+		rep, err := convert.PlanFile(context.Background(), f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,47 +21,108 @@ var ErrOption = safetensors.ErrOption
 // data written.
 const NoOutputCap = -1
 
-// Option configures [File], [PlanFile], [Dir], [NewPlan], [PlanCheckpoint]
-// and [NewSource]. Without options a conversion unwraps the state dict it
-// finds, drops aliases of identical views by convert.py's rule, caps the
-// output at 64 times the stored bytes (or 1 GiB), refuses to overwrite and
-// verifies the output. Options that do not apply to a function (writing
-// options for [NewSource], reading options for a checkpoint already open)
-// are ignored by it.
-type Option func(*options) error
+// Options come in two kinds, so that none is ever silently ignored: a
+// [PlanOption] says what a conversion writes (which entry, which aliases,
+// how much at most, how the checkpoint is read), a [WriteOption] how the
+// output is written (verified, overwriting, with progress). Functions that
+// plan take PlanOptions ([NewPlan], [PlanFile], [NewSource]), [Plan.Write]
+// takes WriteOptions, and the functions that do both ([File],
+// [FromReaderAt], [Dir]) take either as an [Option]. Without options a
+// conversion unwraps the state dict it finds, drops aliases of identical
+// views by convert.py's rule, caps the output at 64 times the stored bytes
+// (or 1 GiB), refuses to overwrite and verifies the output.
+type Option interface {
+	apply(*planOptions, *writeOptions) error
+}
 
-type options struct {
+// PlanOption configures what a conversion writes; see [Option].
+type PlanOption func(*planOptions) error
+
+// WriteOption configures how a conversion's output is written; see
+// [Option].
+type WriteOption func(*writeOptions) error
+
+func (o PlanOption) apply(p *planOptions, _ *writeOptions) error {
+	if o == nil {
+		return fmt.Errorf("%w: nil PlanOption", ErrOption)
+	}
+	return o(p)
+}
+
+func (o WriteOption) apply(_ *planOptions, w *writeOptions) error {
+	if o == nil {
+		return fmt.Errorf("%w: nil WriteOption", ErrOption)
+	}
+	return o(w)
+}
+
+type planOptions struct {
 	key             string
 	prefer, discard []string
 	keepAliases     bool
-	verify          bool
-	verifyFromCopy  bool
-	digests         bool
-	overwrite       bool
-	progress        func(written, total int64)
 	maxOutput       int64 // 0: the default cap; NoOutputCap: none
 	torch           []torch.Option
 }
 
-func buildOptions(opts []Option) (options, error) {
-	o := options{verify: true}
-	for _, f := range opts {
-		if f == nil {
-			return o, fmt.Errorf("%w: nil Option", ErrOption)
+type writeOptions struct {
+	verify         bool
+	verifyFromCopy bool
+	digests        bool
+	overwrite      bool
+	progress       func(written, total int64)
+}
+
+// buildOptions applies options of both kinds and checks them together.
+func buildOptions(opts []Option) (planOptions, writeOptions, error) {
+	p, w := planOptions{}, writeOptions{verify: true}
+	for _, o := range opts {
+		if o == nil {
+			return p, w, fmt.Errorf("%w: nil Option", ErrOption)
 		}
-		if err := f(&o); err != nil {
-			return o, err
+		if err := o.apply(&p, &w); err != nil {
+			return p, w, err
 		}
 	}
-	for _, n := range o.prefer {
-		if slices.Contains(o.discard, n) {
-			return o, fmt.Errorf("%w: %q is both preferred and discarded", ErrOption, n)
+	if err := p.check(); err != nil {
+		return p, w, err
+	}
+	return p, w, w.check()
+}
+
+func buildPlanOptions(opts []PlanOption) (planOptions, error) {
+	var p planOptions
+	for _, o := range opts {
+		if err := o.apply(&p, nil); err != nil {
+			return p, err
 		}
 	}
-	if o.digests && !o.verify {
-		return o, fmt.Errorf("%w: WithDigests needs verification: the digests are computed while the output is read back", ErrOption)
+	return p, p.check()
+}
+
+func buildWriteOptions(opts []WriteOption) (writeOptions, error) {
+	w := writeOptions{verify: true}
+	for _, o := range opts {
+		if err := o.apply(nil, &w); err != nil {
+			return w, err
+		}
 	}
-	return o, nil
+	return w, w.check()
+}
+
+func (p *planOptions) check() error {
+	for _, n := range p.prefer {
+		if slices.Contains(p.discard, n) {
+			return fmt.Errorf("%w: %q is both preferred and discarded", ErrOption, n)
+		}
+	}
+	return nil
+}
+
+func (w *writeOptions) check() error {
+	if w.digests && !w.verify {
+		return fmt.Errorf("%w: WithDigests needs verification: the digests are computed while the output is read back", ErrOption)
+	}
+	return nil
 }
 
 // WithKey unwraps this entry of the checkpoint (a dotted path such as
@@ -72,8 +133,8 @@ func buildOptions(opts []Option) (options, error) {
 // weight under it, something else beside it), else the root is converted.
 // Optimizer state is skipped unless the key lies inside it. The key must
 // not be empty.
-func WithKey(key string) Option {
-	return func(o *options) error {
+func WithKey(key string) PlanOption {
+	return func(o *planOptions) error {
 		if key == "" {
 			return fmt.Errorf("%w: WithKey: empty key (leave the option out to unwrap the state dict automatically)", ErrOption)
 		}
@@ -88,8 +149,8 @@ func WithKey(key string) Option {
 // calls; an empty name, a name given twice, or a name also discarded is an
 // error. Names that are not tensors of the checkpoint are not errors here
 // (the CLI refuses them after planning).
-func WithPrefer(names ...string) Option {
-	return func(o *options) error {
+func WithPrefer(names ...string) PlanOption {
+	return func(o *planOptions) error {
 		l, err := addNames("WithPrefer", o.prefer, names)
 		o.prefer = l
 		return err
@@ -98,8 +159,8 @@ func WithPrefer(names ...string) Option {
 
 // WithDiscard names tensors not to keep among identical aliases, as
 // convert.py's discard_names; see [WithPrefer].
-func WithDiscard(names ...string) Option {
-	return func(o *options) error {
+func WithDiscard(names ...string) PlanOption {
+	return func(o *planOptions) error {
 		l, err := addNames("WithDiscard", o.discard, names)
 		o.discard = l
 		return err
@@ -121,15 +182,15 @@ func addNames(opt string, list, names []string) ([]string, error) {
 
 // WithKeepAliases writes every name as its own copy instead of dropping
 // aliases of identical views (default false).
-func WithKeepAliases(yes bool) Option {
-	return func(o *options) error { o.keepAliases = yes; return nil }
+func WithKeepAliases(yes bool) PlanOption {
+	return func(o *planOptions) error { o.keepAliases = yes; return nil }
 }
 
 // WithVerify turns the read-back check off or on (on by default): before
 // the output gets its name, it is re-read and every tensor compared byte
 // for byte with a fresh read of its source view.
-func WithVerify(yes bool) Option {
-	return func(o *options) error { o.verify = yes; return nil }
+func WithVerify(yes bool) WriteOption {
+	return func(o *writeOptions) error { o.verify = yes; return nil }
 }
 
 // WithVerifyFromCopy makes verification compare each output tensor, read
@@ -137,29 +198,29 @@ func WithVerify(yes bool) Option {
 // seed of the conversion's) instead of a second read of its source view
 // (default false): for a checkpoint that is expensive to read twice, a
 // remote one above all, where the second read is a second download.
-func WithVerifyFromCopy(yes bool) Option {
-	return func(o *options) error { o.verifyFromCopy = yes; return nil }
+func WithVerifyFromCopy(yes bool) WriteOption {
+	return func(o *writeOptions) error { o.verifyFromCopy = yes; return nil }
 }
 
 // WithDigests records each output tensor's SHA-256 in the report
 // (TensorReport.SHA256), computed during verification, about 0.7 s of CPU
 // per GiB; verification itself compares bytes and needs no digest.
 // Digests with [WithVerify](false) are an error.
-func WithDigests(yes bool) Option {
-	return func(o *options) error { o.digests = yes; return nil }
+func WithDigests(yes bool) WriteOption {
+	return func(o *writeOptions) error { o.digests = yes; return nil }
 }
 
 // WithOverwrite lets outputs replace existing files. Without it, an
 // existing output is an [ErrExists] error and nothing is written.
-func WithOverwrite(yes bool) Option {
-	return func(o *options) error { o.overwrite = yes; return nil }
+func WithOverwrite(yes bool) WriteOption {
+	return func(o *writeOptions) error { o.overwrite = yes; return nil }
 }
 
 // WithProgress calls fn as tensor data is written with the bytes written so
 // far and the total (over all files for [Dir]), possibly from another
 // goroutine but never concurrently. fn must not be nil.
-func WithProgress(fn func(written, total int64)) Option {
-	return func(o *options) error {
+func WithProgress(fn func(written, total int64)) WriteOption {
+	return func(o *writeOptions) error {
 		if fn == nil {
 			return fmt.Errorf("%w: WithProgress: nil function", ErrOption)
 		}
@@ -174,8 +235,8 @@ func WithProgress(fn func(written, total int64)) Option {
 // at most 64 times the storage bytes the checkpoint holds, or 1 GiB,
 // whichever is more. n must be at least 1, or [NoOutputCap] (-1) for no
 // cap.
-func WithMaxOutputBytes(n int64) Option {
-	return func(o *options) error {
+func WithMaxOutputBytes(n int64) PlanOption {
+	return func(o *planOptions) error {
 		if n < 1 && n != NoOutputCap {
 			return fmt.Errorf("%w: WithMaxOutputBytes(%d): want at least 1 byte, or NoOutputCap (-1)", ErrOption, n)
 		}
@@ -184,12 +245,14 @@ func WithMaxOutputBytes(n int64) Option {
 	}
 }
 
-// WithReaderOptions passes options to torch.Open for the checkpoints
-// [File], [PlanFile] and [Dir] open (for example torch.WithLimits); an
-// invalid one is an error wrapping torch.ErrOption. The functions that take
-// an open checkpoint ignore them.
-func WithReaderOptions(opts ...torch.Option) Option {
-	return func(o *options) error {
+// WithReaderOptions passes options to torch.NewReader for the checkpoints
+// [File], [FromReaderAt], [PlanFile] and [Dir] open (for example
+// torch.WithLimits); an invalid one is an error wrapping torch.ErrOption.
+// The functions that take a checkpoint already open ([NewPlan],
+// [PlanCheckpoint], [NewSource]) refuse them (ErrOption): they read
+// nothing.
+func WithReaderOptions(opts ...torch.Option) PlanOption {
+	return func(o *planOptions) error {
 		for _, t := range opts {
 			if t == nil {
 				return fmt.Errorf("%w: WithReaderOptions: nil torch.Option", ErrOption)
@@ -201,18 +264,19 @@ func WithReaderOptions(opts ...torch.Option) Option {
 }
 
 // WithAllow is WithReaderOptions(torch.WithAllow(globals...)): the
-// checkpoints File, PlanFile and Dir open may use these globals beyond the
+// checkpoints File, FromReaderAt, PlanFile and Dir open may use these
+// globals beyond the
 // allowlist (argparse.Namespace, numpy scalars and arrays...). Nothing is
 // imported or called; what they build is skipped like any value that is
 // not a tensor (Report.Skipped, kind "object"), and an allowed object
 // holding a tensor is refused. See torch.WithAllow for the names refused.
-func WithAllow(globals ...string) Option {
+func WithAllow(globals ...string) PlanOption {
 	return WithReaderOptions(torch.WithAllow(globals...))
 }
 
 // outputCap returns the largest output the options allow for a checkpoint
 // whose storages hold stored bytes.
-func (o *options) outputCap(stored int64) int64 {
+func (o *planOptions) outputCap(stored int64) int64 {
 	switch {
 	case o.maxOutput == NoOutputCap:
 		return math.MaxInt64

@@ -11,6 +11,7 @@ package convert_test
 // (GOSAFETENSORS_ORACLE_CONVERT_MUTANTS of them, default 15).
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -41,7 +42,7 @@ func convertAgainstTorch(t *testing.T, path string, r *torchoracle.Result, opts 
 		return fmt.Sprintf("the oracle's backstop fired: %v", r.Events), ""
 	}
 	out := filepath.Join(t.TempDir(), "out.safetensors")
-	rep, err := convert.File(path, out, opts...)
+	rep, err := convert.File(context.Background(), path, out, opts...)
 	if err != nil {
 		return "", "convert refuses what torch loads: " + err.Error()
 	}

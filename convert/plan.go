@@ -98,7 +98,7 @@ type Report struct {
 type Plan struct {
 	report  Report
 	sources map[string]*torch.Tensor // output name -> source view
-	opt     options
+	opt     planOptions
 }
 
 // Report returns what the plan will write (without digests).
@@ -123,18 +123,27 @@ func underAny(name string, roots []string) bool {
 }
 
 // NewPlan decides what converting c writes: which entry is unwrapped, which
-// entries are skipped, which aliases are dropped. The writing options
-// (WithVerify, WithDigests, WithOverwrite, WithProgress) are kept for
-// [Plan.Write]; an invalid option is an error wrapping [ErrOption].
-func NewPlan(c *torch.Checkpoint, opts ...Option) (*Plan, error) {
-	opt, err := buildOptions(opts)
+// entries are skipped, which aliases are dropped; [Plan.Write] writes it.
+// An invalid option is an error wrapping [ErrOption], and so is
+// [WithReaderOptions]: c is read already.
+func NewPlan(c *torch.Checkpoint, opts ...PlanOption) (*Plan, error) {
+	opt, err := planOnly(opts)
 	if err != nil {
 		return nil, err
 	}
 	return newPlan(c, opt)
 }
 
-func newPlan(c *torch.Checkpoint, opt options) (*Plan, error) {
+// planOnly builds the options of a function given an open checkpoint.
+func planOnly(opts []PlanOption) (planOptions, error) {
+	opt, err := buildPlanOptions(opts)
+	if err == nil && len(opt.torch) > 0 {
+		err = fmt.Errorf("%w: WithReaderOptions: the checkpoint is open already (give its options to torch.Open)", ErrOption)
+	}
+	return opt, err
+}
+
+func newPlan(c *torch.Checkpoint, opt planOptions) (*Plan, error) {
 	p := &Plan{opt: opt, sources: map[string]*torch.Tensor{}}
 	p.report.Format = c.Format
 	prefix, err := choosePrefix(c, opt.key)

@@ -29,12 +29,9 @@ type Source struct {
 
 var _ safetensors.Source = (*Source)(nil)
 
-// NewSource plans the conversion of c and serves its result. name is used
-// in error messages. Close closes c. The planning options apply (WithKey,
-// WithPrefer, WithDiscard, WithKeepAliases, WithMaxOutputBytes); the
-// writing options are ignored; an invalid option is an error wrapping
-// [ErrOption].
-func NewSource(c *torch.Checkpoint, name string, opts ...Option) (*Source, error) {
+// NewSource plans the conversion of c (see [NewPlan]) and serves its
+// result. name is used in error messages. Close closes c.
+func NewSource(c *torch.Checkpoint, name string, opts ...PlanOption) (*Source, error) {
 	p, err := NewPlan(c, opts...)
 	if err != nil {
 		return nil, err
@@ -108,7 +105,7 @@ func (s *Source) Close() error { return s.ckpt.Close() }
 
 // PlanCheckpoint is NewPlan for a checkpoint opened from input (a path or
 // URL), which the report names and Write refuses to overwrite.
-func PlanCheckpoint(c *torch.Checkpoint, input string, opts ...Option) (*Plan, error) {
+func PlanCheckpoint(c *torch.Checkpoint, input string, opts ...PlanOption) (*Plan, error) {
 	p, err := NewPlan(c, opts...)
 	if err != nil {
 		return nil, withInput(err, input)

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -19,50 +20,81 @@ import (
 	"github.com/gosafetensors/safetensors/torch"
 )
 
-// File converts the checkpoint in to the safetensors file out. An invalid
-// option is an error wrapping [ErrOption], before anything is read.
-func File(in, out string, opts ...Option) (*Report, error) {
-	var r *Report
-	err := withPlan(in, opts, func(p *Plan) (err error) {
-		r, err = p.Write(out)
-		return err
-	})
-	return r, err
-}
-
-// PlanFile reads the checkpoint in and returns what converting it would
-// write, without writing anything.
-func PlanFile(in string, opts ...Option) (*Report, error) {
-	var r *Report
-	err := withPlan(in, opts, func(p *Plan) error {
-		r = p.Report()
-		return nil
-	})
-	return r, err
-}
-
-// withPlan opens and plans the checkpoint in and calls f while it is open.
-func withPlan(in string, opts []Option, f func(*Plan) error) error {
-	opt, err := buildOptions(opts)
+// File converts the checkpoint in (a local path) to the safetensors file
+// out. It takes options of both kinds ([Option]); an invalid one is an
+// error wrapping [ErrOption], before anything is read. Cancelling ctx
+// stops the conversion: nothing is left behind, and the error wraps
+// ctx's.
+func File(ctx context.Context, in, out string, opts ...Option) (*Report, error) {
+	p, w, err := buildOptions(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c, err := openCheckpoint(in, &opt)
+	c, err := openCheckpoint(in, &p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.Close()
-	p, err := newPlan(c, opt)
+	return convert(ctx, c, in, out, p, w)
+}
+
+// FromReaderAt converts the checkpoint r holds (size bytes; name is used
+// in messages and the report) to the safetensors file out: r may be any
+// io.ReaderAt, an *os.File as well as a remote.File (HTTP, the Hub), a
+// blobstore object or a source.Object, so a Go program converts whatever
+// the CLI converts. With a remote r, [WithVerifyFromCopy] saves reading it
+// twice. Options and cancellation are as for [File].
+func FromReaderAt(ctx context.Context, r io.ReaderAt, size int64, name, out string, opts ...Option) (*Report, error) {
+	p, w, err := buildOptions(opts)
 	if err != nil {
-		return withInput(err, in)
+		return nil, err
 	}
-	p.report.Input = in
-	return f(p)
+	c, err := torch.NewReader(r, size, name, p.torch...)
+	if err != nil {
+		if errors.Is(err, torch.ErrOption) {
+			return nil, fmt.Errorf("%w: WithReaderOptions: %w", ErrOption, err)
+		}
+		return nil, err
+	}
+	defer c.Close()
+	return convert(ctx, c, name, out, p, w)
+}
+
+func convert(ctx context.Context, c *torch.Checkpoint, in, out string, p planOptions, w writeOptions) (*Report, error) {
+	plan, err := newPlan(c, p)
+	if err != nil {
+		return nil, withInput(err, in)
+	}
+	plan.report.Input = in
+	return plan.write(ctx, out, w)
+}
+
+// PlanFile reads the checkpoint in (a local path) and returns what
+// converting it would write, without writing anything.
+func PlanFile(ctx context.Context, in string, opts ...PlanOption) (*Report, error) {
+	p, err := buildPlanOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := openCheckpoint(in, &p)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	plan, err := newPlan(c, p)
+	if err != nil {
+		return nil, withInput(err, in)
+	}
+	plan.report.Input = in
+	return plan.Report(), nil
 }
 
 // openCheckpoint opens in with the WithReaderOptions options; an invalid
 // one is reported as an invalid option of this package too.
-func openCheckpoint(in string, opt *options) (*torch.Checkpoint, error) {
+func openCheckpoint(in string, opt *planOptions) (*torch.Checkpoint, error) {
 	c, err := torch.Open(in, opt.torch...)
 	if errors.Is(err, torch.ErrOption) {
 		return nil, fmt.Errorf("%w: WithReaderOptions: %w", ErrOption, err)
@@ -79,17 +111,30 @@ func withInput(err error, in string) error {
 
 // Write writes the planned tensors to out. The checkpoint the plan was made
 // from must still be open. The file appears at out only once it is complete
-// and verified; on error nothing is left behind.
-func (p *Plan) Write(out string) (*Report, error) {
+// and verified; on error, or when ctx is cancelled (the error then wraps
+// ctx's), nothing is left behind. An invalid option is an error wrapping
+// [ErrOption], before anything is written.
+func (p *Plan) Write(ctx context.Context, out string, opts ...WriteOption) (*Report, error) {
+	w, err := buildWriteOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.write(ctx, out, w)
+}
+
+func (p *Plan) write(ctx context.Context, out string, w writeOptions) (*Report, error) {
 	if _, ok := atomicfile.OutputIsInput(out, atomicfile.Inputs(p.report.Input)); ok {
 		return nil, fmt.Errorf("%w: output %s is the input file", ErrOutputIsInput, out)
 	}
-	if !p.opt.overwrite {
+	if !w.overwrite {
 		if _, err := os.Lstat(out); err == nil {
 			return nil, fmt.Errorf("%w: %s", ErrExists, out)
 		}
 	}
-	r, err := p.write(out)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := p.stream(ctx, out, w)
 	if err != nil {
 		return nil, err
 	}
@@ -97,12 +142,12 @@ func (p *Plan) Write(out string) (*Report, error) {
 	return r, nil
 }
 
-// write streams every tensor into an atomic safetensors writer. With
+// stream writes every tensor into an atomic safetensors writer. With
 // verification, the finished file is read back while it is synced to disk:
 // every tensor is compared byte for byte with a fresh read of its source
 // view and its SHA-256 recorded; the file is renamed into place only if
-// all match.
-func (p *Plan) write(out string) (*Report, error) {
+// all match. Cancelling ctx aborts the writer between any two writes.
+func (p *Plan) stream(ctx context.Context, out string, w writeOptions) (*Report, error) {
 	r := p.Report()
 	infos := make([]safetensors.TensorInfo, len(r.Tensors))
 	for i, t := range r.Tensors {
@@ -113,57 +158,75 @@ func (p *Plan) write(out string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog := &progress{fn: p.opt.progress, total: r.Bytes}
+	prog := &progress{fn: w.progress, total: r.Bytes}
 	var copied *copySums
-	if p.opt.verify && p.opt.verifyFromCopy {
+	if w.verify && w.verifyFromCopy {
 		copied = &copySums{seed: maphash.MakeSeed(), sums: make(map[string]uint64, len(r.Tensors))}
 	}
 	for _, ti := range fw.Tensors() {
-		src := &countingSource{t: p.sources[ti.Name], prog: prog}
+		src := &countingSource{ctx: ctx, t: p.sources[ti.Name], prog: prog}
 		if copied != nil {
 			src.h = &maphash.Hash{}
 			src.h.SetSeed(copied.seed)
 		}
 		if err := fw.WriteTensorFrom(ti.Name, src); err != nil {
 			fw.Abort()
-			return nil, err
+			return nil, cancelled(ctx, err)
 		}
 		if copied != nil {
 			copied.sums[ti.Name] = src.h.Sum64()
 		}
 	}
-	if p.opt.verify {
-		err = fw.CloseVerified(func(f *safetensors.Reader) error { return verify(f, r, p.sources, p.opt.digests, copied) })
+	if w.verify {
+		err = fw.CloseVerified(func(f *safetensors.Reader) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return verify(ctx, f, r, p.sources, w.digests, copied)
+		})
 	} else {
 		err = fw.Close()
 	}
 	if err != nil {
-		return nil, err
+		return nil, cancelled(ctx, err)
 	}
-	r.Verified = p.opt.verify
+	r.Verified = w.verify
 	r.FileSize = fw.Header().FileSize()
 	return r, nil
+}
+
+// cancelled reports a write stopped by ctx as ctx's error.
+func cancelled(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%v)", cerr, err)
+	}
+	return err
 }
 
 // countingSource is a tensor as an io.WriterTo that reports progress, and
 // hashes what it writes when h is set.
 type countingSource struct {
+	ctx  context.Context
 	t    *torch.Tensor
 	prog *progress
 	h    *maphash.Hash
 }
 
 func (s *countingSource) WriteTo(w io.Writer) (int64, error) {
-	return s.t.WriteTo(&countingWriter{w: w, prog: s.prog, h: s.h})
+	return s.t.WriteTo(&countingWriter{ctx: s.ctx, w: w, prog: s.prog, h: s.h})
 }
 
 type countingWriter struct {
+	ctx  context.Context
 	w    io.Writer
 	prog *progress
 	h    *maphash.Hash
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
 	n, err := c.w.Write(p)
 	if c.h != nil {
 		c.h.Write(p[:n])
@@ -203,7 +266,7 @@ func (p *progress) add(n int) {
 // copied, hashed and compared with the hash of the bytes copied into it.
 // With digests, each output tensor's SHA-256 goes into the report. Tensors
 // are checked in parallel.
-func verify(f *safetensors.Reader, r *Report, sources map[string]*torch.Tensor, digests bool, copied *copySums) error {
+func verify(ctx context.Context, f *safetensors.Reader, r *Report, sources map[string]*torch.Tensor, digests bool, copied *copySums) error {
 	if f.Len() != len(r.Tensors) {
 		return fmt.Errorf("%w: the output holds %d tensors, %d were written", ErrVerify, f.Len(), len(r.Tensors))
 	}
@@ -220,6 +283,10 @@ func verify(f *safetensors.Reader, r *Report, sources map[string]*torch.Tensor, 
 		go func() {
 			defer wg.Done()
 			for tr := range work {
+				if err := ctx.Err(); err != nil {
+					errs <- err
+					continue
+				}
 				if copied != nil {
 					errs <- verifyCopied(f, tr, copied, digests)
 					continue

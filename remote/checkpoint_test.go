@@ -300,11 +300,11 @@ func TestRemoteConvertStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := convert.PlanCheckpoint(ck, f.Name(), convert.WithVerifyFromCopy(true))
+	plan, err := convert.PlanCheckpoint(ck, f.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := plan.Write(filepath.Join(t.TempDir(), "model.safetensors")); err != nil {
+	if _, err := plan.Write(context.Background(), filepath.Join(t.TempDir(), "model.safetensors"), convert.WithVerifyFromCopy(true)); err != nil {
 		t.Fatal(err)
 	}
 	reqs, moved := srv.requests.Load(), srv.bytes.Load()

@@ -191,9 +191,8 @@ func Split(ctx context.Context, src safetensors.Source, outDir string, opts ...W
 			return nil, err
 		}
 	}
-	// One group: an interrupting signal (see atomicfile.RemoveTemporary)
-	// finds all of the files renamed or none, and the directory is synced
-	// once, not once per shard.
+	// One group: all of the files renamed or (on a failure) none, and the
+	// directory synced once, not once per shard.
 	if err := atomicfile.CommitAll(pending, beforeCommit); err != nil {
 		abort()
 		return nil, err

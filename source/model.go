@@ -134,7 +134,7 @@ func (o *Object) model(ctx context.Context, c *config) (*Model, error) {
 	}
 	// Tensors are read lazily, a slice reads only its bytes: no cap on
 	// what zero-stride views expand to is needed to bound memory.
-	copts := []convert.Option{convert.WithMaxOutputBytes(convert.NoOutputCap)}
+	copts := []convert.PlanOption{convert.WithMaxOutputBytes(convert.NoOutputCap)}
 	if c.torchKey != "" {
 		copts = append(copts, convert.WithKey(c.torchKey))
 	}

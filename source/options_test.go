@@ -52,8 +52,11 @@ func TestOneOptionStyle(t *testing.T) {
 			func() error { _, err := compressed.Open(missing, nil); return err },
 			func() error { _, err := compressed.Open(missing, compressed.WithFrameSize(1)); return err }},
 		{"convert.Dir",
-			func() error { _, err := convert.Dir(missing, dir, nil); return err },
-			func() error { _, err := convert.Dir(missing, dir, convert.WithKey("")); return err }},
+			func() error { _, err := convert.Dir(context.Background(), missing, dir, nil); return err },
+			func() error {
+				_, err := convert.Dir(context.Background(), missing, dir, convert.WithKey(""))
+				return err
+			}},
 		{"diff.Compare",
 			func() error { _, err := diff.Compare(ctx, empty, empty, nil); return err },
 			func() error { _, err := diff.Compare(ctx, empty, empty, diff.WithEpsilon(-1)); return err }},

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +83,89 @@ func TestColourOnTerminalOnly(t *testing.T) {
 	t.Setenv("NO_COLOR", "")
 	if _, out, _ := runCLI(t, "validate", file); strings.Contains(out, "\x1b[") {
 		t.Errorf("piped: %q has escape codes", out)
+	}
+}
+
+// screenLines is what a terminal shows of out: each line after carriage
+// returns and erase-line sequences (other escape sequences dropped).
+func screenLines(out string) []string {
+	var lines []string
+	for _, raw := range strings.Split(out, "\n") {
+		var line []rune
+		col := 0
+		for i := 0; i < len(raw); i++ {
+			switch c := raw[i]; {
+			case c == '\r':
+				col = 0
+			case c == 0x1b && i+1 < len(raw) && raw[i+1] == '[':
+				j := i + 2
+				for j < len(raw) && (raw[j] < 0x40 || raw[j] > 0x7e) {
+					j++
+				}
+				if j < len(raw) && raw[i+2:j] == "2" && raw[j] == 'K' {
+					line, col = line[:0], 0
+				}
+				i = j
+			default:
+				r := []rune(raw[i:])[0]
+				i += len(string(r)) - 1
+				for len(line) <= col {
+					line = append(line, ' ')
+				}
+				line[col] = r
+				col++
+			}
+		}
+		lines = append(lines, strings.TrimRight(string(line), " "))
+	}
+	return lines
+}
+
+// Ctrl-C during convert ends the progress line: the terminal shows the
+// message on a clean line, no bar left beside it or above it.
+func TestInterruptClearsProgressLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI and writes 384 MiB")
+	}
+	bin, in := bigCheckpoint(t)
+	m, s := openPTY(t)
+	cmd := exec.Command(bin, "convert", in, filepath.Join(filepath.Dir(in), "out.safetensors"))
+	cmd.Stderr, cmd.Stdout = s, s
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var got bytes.Buffer
+	read := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		signalled := false
+		for {
+			n, err := m.Read(buf)
+			got.Write(buf[:n])
+			if !signalled && strings.Contains(got.String(), "converting") {
+				cmd.Process.Signal(os.Interrupt)
+				signalled = true
+			}
+			if err != nil {
+				close(read)
+				return
+			}
+		}
+	}()
+	err := cmd.Wait()
+	<-read
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Logf("output %q", got.String())
+		t.Skipf("convert ended with %v before it could be interrupted", err)
+	}
+	lines := screenLines(got.String())
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) != 1 || lines[0] != "safetensors: interrupted" {
+		t.Fatalf("the terminal shows %q (raw %q)", lines, got.String())
 	}
 }

@@ -49,12 +49,14 @@ func (p *progress) update(done int64) {
 	p.bar.Set64(done)
 }
 
-// done erases the progress line.
+// done erases the progress line, whether the job finished or was
+// interrupted (Ctrl-C cancels it, then the command ends here): no bar is
+// left on the line the shell's prompt or the next message comes to.
 func (p *progress) done() {
 	if p == nil {
 		return
 	}
-	p.bar.Finish()
+	p.bar.Exit() // no more drawing, not even a full bar
 	p.bar.Clear()
 }
 

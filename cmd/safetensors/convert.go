@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -87,41 +88,22 @@ input), 2 could not read or write (or the output exists: use --force).`,
 }
 
 func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl convertFlags) error {
-	opts := []convert.Option{
-		convert.WithKeepAliases(fl.keepAliases), convert.WithVerify(!fl.noVerify),
-		convert.WithOverwrite(fl.force), convert.WithDigests(fl.sha256),
+	ctx := cmdContext(cmd)
+	plan, write, err := fl.options()
+	if err != nil {
+		return err
 	}
-	if fl.key != "" {
-		opts = append(opts, convert.WithKey(fl.key))
-	}
-	var readOpts []torch.Option
 	if err := checkAllowFlag(fl.allow); err != nil {
 		return err
 	}
+	var readOpts []torch.Option // for a checkpoint opened here; Dir opens its own
 	if len(fl.allow) > 0 {
-		opts = append(opts, convert.WithAllow(fl.allow...))
 		readOpts = append(readOpts, torch.WithAllow(fl.allow...))
-	}
-	if len(fl.prefer) > 0 {
-		opts = append(opts, convert.WithPrefer(fl.prefer...))
-	}
-	if len(fl.discard) > 0 {
-		opts = append(opts, convert.WithDiscard(fl.discard...))
-	}
-	if fl.maxOutput != "" {
-		n, err := parseSize(fl.maxOutput)
-		if err != nil {
-			return usageError("--max-output: %v", err)
-		}
-		opts = append(opts, convert.WithMaxOutputBytes(n))
-	}
-	if fl.sha256 && fl.noVerify {
-		return usageError("--sha256 records the digests while the output is read back: it cannot go with --no-verify")
 	}
 	if err := checkOutputName(in, out); err != nil {
 		return err
 	}
-	o, err := source.Open(cmdContext(cmd), in, sourceOptions(cmdContext(cmd))...)
+	o, err := source.Open(ctx, in, sourceOptions(ctx)...)
 	if err != nil {
 		return exitFor(err)
 	}
@@ -134,7 +116,10 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 		if fl.dryRun {
 			return usageError("--dry-run takes a checkpoint file, not a directory")
 		}
-		return convertDir(stdout, stderr, in, out, opts, fl.json)
+		if len(fl.allow) > 0 {
+			plan = append(plan, convert.WithAllow(fl.allow...))
+		}
+		return convertDir(ctx, stdout, stderr, in, out, append(asOptions(plan), asOptions(write)...), fl.json)
 	case source.Safetensors, source.Compressed, source.Index:
 		what := map[source.Format]string{source.Safetensors: "a safetensors file", source.Compressed: "a compressed safetensors file",
 			source.Index: "the index of a sharded safetensors model"}[o.Format]
@@ -142,44 +127,23 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 	}
 	if !o.Local() {
 		// a second read to verify would be a second download
-		opts = append(opts, convert.WithVerifyFromCopy(true))
+		write = append(write, convert.WithVerifyFromCopy(true))
 	}
-	stop := showReading(stderr, "reading "+filepath.Base(in), o)
-	ck, err := torch.NewReader(o, o.Size, in, readOpts...)
-	stop()
+	ck, err := openCheckpoint(stderr, in, o, readOpts...)
 	if err != nil {
-		if ioErr := o.Err(); ioErr != nil {
-			return &exitError{Code: exitNoCheck, Err: fmt.Errorf("%s: %w", in, ioErr)}
-		}
-		if o.Format == source.Unknown && o.Hint != "" && !errors.Is(err, torch.ErrNotAllowed) {
-			return exitFor(&source.ContentError{Location: in, Format: o.Format, Msg: "not a PyTorch checkpoint", Hint: o.Hint})
-		}
-		return convertError(err)
+		return err
 	}
 	defer ck.Close()
-	// The bar draws nothing until the first update: created here, before
-	// planning, so that the plan carries the progress function.
-	var bar *progress
-	if !fl.dryRun {
-		if bar = newProgress(stderr, "converting "+filepath.Base(in), 0); bar != nil {
-			opts = append(opts, convert.WithProgress(func(w, total int64) { bar.setTotal(total); bar.update(w) }))
-		}
-	}
-	plan, err := convert.PlanCheckpoint(ck, in, opts...)
+	p, err := convert.PlanCheckpoint(ck, in, plan...)
 	if err != nil {
 		return convertError(err)
 	}
-	rep := plan.Report()
+	rep := p.Report()
 	if err := checkNamesKnown(rep, fl.prefer, fl.discard); err != nil {
 		return err
 	}
-	if out == "" {
-		if source.KindOf(in) != source.LocalPath {
-			return usageError("give an output file name for a remote checkpoint")
-		}
-		out = convert.OutputName(in)
-	} else if ost, err := os.Stat(out); err == nil && ost.IsDir() {
-		out = filepath.Join(out, filepath.Base(convert.OutputName(in)))
+	if out, err = outputFor(in, out); err != nil {
+		return err
 	}
 	if fl.dryRun {
 		if fl.json {
@@ -189,7 +153,11 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 		fmt.Fprintf(stdout, "would convert %s -> %s: %s\n", in, out, summary(rep))
 		return nil
 	}
-	rep, err = plan.Write(out)
+	bar := newProgress(stderr, "converting "+filepath.Base(in), rep.Bytes)
+	if bar != nil {
+		write = append(write, convert.WithProgress(func(w, total int64) { bar.setTotal(total); bar.update(w) }))
+	}
+	rep, err = p.Write(ctx, out, write...)
 	bar.done()
 	if err != nil {
 		if ioErr := o.Err(); ioErr != nil {
@@ -204,6 +172,75 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 	}
 	fmt.Fprintf(stdout, "converted %s -> %s: %s\n", in, out, summary(rep))
 	return nil
+}
+
+// options turns the flags into the library's options: what is planned,
+// and how it is written.
+func (fl *convertFlags) options() ([]convert.PlanOption, []convert.WriteOption, error) {
+	plan := []convert.PlanOption{convert.WithKeepAliases(fl.keepAliases)}
+	write := []convert.WriteOption{convert.WithVerify(!fl.noVerify), convert.WithOverwrite(fl.force), convert.WithDigests(fl.sha256)}
+	if fl.key != "" {
+		plan = append(plan, convert.WithKey(fl.key))
+	}
+	if len(fl.prefer) > 0 {
+		plan = append(plan, convert.WithPrefer(fl.prefer...))
+	}
+	if len(fl.discard) > 0 {
+		plan = append(plan, convert.WithDiscard(fl.discard...))
+	}
+	if fl.maxOutput != "" {
+		n, err := parseSize(fl.maxOutput)
+		if err != nil {
+			return nil, nil, usageError("--max-output: %v", err)
+		}
+		plan = append(plan, convert.WithMaxOutputBytes(n))
+	}
+	if fl.sha256 && fl.noVerify {
+		return nil, nil, usageError("--sha256 records the digests while the output is read back: it cannot go with --no-verify")
+	}
+	return plan, write, nil
+}
+
+func asOptions[O convert.Option](opts []O) []convert.Option {
+	out := make([]convert.Option, len(opts))
+	for i, o := range opts {
+		out[i] = o
+	}
+	return out
+}
+
+// openCheckpoint reads the checkpoint o holds, showing the bytes moved
+// meanwhile; a failure to read is exit 2, content that is no checkpoint 1
+// with what it looks like.
+func openCheckpoint(stderr io.Writer, in string, o *source.Object, opts ...torch.Option) (*torch.Checkpoint, error) {
+	stop := showReading(stderr, "reading "+filepath.Base(in), o)
+	ck, err := torch.NewReader(o, o.Size, in, opts...)
+	stop()
+	if err == nil {
+		return ck, nil
+	}
+	if ioErr := o.Err(); ioErr != nil {
+		return nil, &exitError{Code: exitNoCheck, Err: fmt.Errorf("%s: %w", in, ioErr)}
+	}
+	if o.Format == source.Unknown && o.Hint != "" && !errors.Is(err, torch.ErrNotAllowed) {
+		return nil, exitFor(&source.ContentError{Location: in, Format: o.Format, Msg: "not a PyTorch checkpoint", Hint: o.Hint})
+	}
+	return nil, convertError(err)
+}
+
+// outputFor is where converting in writes: out, a file of the directory
+// out, or (no out) the name convert gives a local input.
+func outputFor(in, out string) (string, error) {
+	if out == "" {
+		if source.KindOf(in) != source.LocalPath {
+			return "", usageError("give an output file name for a remote checkpoint")
+		}
+		return convert.OutputName(in), nil
+	}
+	if ost, err := os.Stat(out); err == nil && ost.IsDir() {
+		return filepath.Join(out, filepath.Base(convert.OutputName(in))), nil
+	}
+	return out, nil
 }
 
 // noteUnreferenced says which zip members conversion ignored because
@@ -268,12 +305,12 @@ func checkNamesKnown(rep *convert.Report, prefer, discard []string) error {
 	return nil
 }
 
-func convertDir(stdout, stderr io.Writer, in, out string, opts []convert.Option, asJSON bool) error {
+func convertDir(ctx context.Context, stdout, stderr io.Writer, in, out string, opts []convert.Option, asJSON bool) error {
 	bar := newProgress(stderr, "converting "+filepath.Base(filepath.Clean(in)), 0)
 	if bar != nil {
 		opts = append(opts, convert.WithProgress(func(w, total int64) { bar.setTotal(total); bar.update(w) }))
 	}
-	rep, err := convert.Dir(in, out, opts...)
+	rep, err := convert.Dir(ctx, in, out, opts...)
 	bar.done()
 	if err != nil {
 		return convertError(err)

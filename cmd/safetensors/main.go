@@ -75,14 +75,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(stderr)
 	root.SetIn(os.Stdin)
-	ctx, stop := handleSignals(context.Background())
+	ctx, stop, caught := handleSignals(context.Background())
 	defer stop()
 	cmd, err := root.ExecuteContextC(ctx)
 	if ferr := out.Flush(); ferr != nil && err == nil {
 		err = &exitError{Code: exitNoCheck, Err: fmt.Errorf("writing output: %w", ferr)}
 	}
 	if err == nil {
-		return exitOK
+		return exitOK // done, even if a signal came meanwhile (serve drains)
+	}
+	if code := caught(); code != 0 {
+		// the command stopped and cleaned up; its error is the echo of
+		// the cancellation
+		fmt.Fprintf(stderr, "%s interrupted\n", paletteFor(stderr).paint(colorFail, "safetensors:"))
+		return code
 	}
 	prefix := paletteFor(stderr).paint(colorFail, "safetensors:")
 	var ee *exitError

@@ -47,48 +47,49 @@ func cmdContext(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
-// drainOnSignal, set by a command that drains (serve), makes the first
-// SIGINT or SIGTERM only cancel the command's context.
-var drainOnSignal atomic.Bool
-
 // handleSignals makes SIGINT, SIGTERM and SIGHUP (a closed terminal)
-// cancel ctx, remove every temporary output file and exit with 130, 143
-// or 129 like a shell would report.
-func handleSignals(ctx context.Context) (context.Context, func()) {
+// cancel ctx: every command then stops between two reads or writes,
+// removes what it was writing and clears its progress line, and caught
+// returns the status a shell reports for the signal (130, 143, 129; 0
+// when none came). A second signal ends the process at once, whatever is
+// left.
+func handleSignals(ctx context.Context) (_ context.Context, stop func(), caught func() int) {
 	ctx, cancel := context.WithCancel(ctx)
-	ch := make(chan os.Signal, 1)
+	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	var code atomic.Int32
 	done := make(chan struct{})
 	go func() {
-		select {
-		case s := <-ch:
-			cancel()
-			if drainOnSignal.Load() {
-				// the command (serve) drains and returns; a second
-				// signal exits at once
-				select {
-				case s = <-ch:
-				case <-done:
-					return
+		for {
+			select {
+			case s := <-ch:
+				if code.Load() != 0 {
+					os.Exit(int(code.Load()))
 				}
+				code.Store(int32(signalStatus(s)))
+				cancel()
+			case <-done:
+				return
 			}
-			atomicfile.RemoveTemporary()
-			code := 130
-			switch s {
-			case syscall.SIGTERM:
-				code = 143
-			case syscall.SIGHUP:
-				code = 129
-			}
-			os.Exit(code)
-		case <-done:
 		}
 	}()
 	return ctx, func() {
 		signal.Stop(ch)
 		close(done)
 		cancel()
+	}, func() int { return int(code.Load()) }
+}
+
+// signalStatus is the exit status a shell reports for a process a signal
+// ended: 128 plus its number.
+func signalStatus(s os.Signal) int {
+	switch s {
+	case syscall.SIGTERM:
+		return 143
+	case syscall.SIGHUP:
+		return 129
 	}
+	return 130
 }
 
 // isTerminal reports whether w, or the file under the CLI's output buffer,

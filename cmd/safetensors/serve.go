@@ -138,8 +138,6 @@ func runServe(cmd *cobra.Command, fl serveFlags) error {
 	if err != nil {
 		return &exitError{Code: exitNoCheck, Err: err}
 	}
-	drainOnSignal.Store(true)
-	defer drainOnSignal.Store(false)
 	fmt.Fprintf(cmd.ErrOrStderr(), "safetensors serve: listening on http://%s/\n", l.Addr())
 	return srv.Serve(cmdContext(cmd), l)
 }

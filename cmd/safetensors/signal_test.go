@@ -23,29 +23,8 @@ func TestInterruptedConvertLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the CLI and writes 384 MiB")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "safetensors")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	const size = 64 << 20
-	var tensors []torchtest.Tensor
-	for i := range 6 {
-		tensors = append(tensors, torchtest.Tensor{Name: "layers." + strconv.Itoa(i) + ".weight", DType: "F32", Shape: []int64{size / 4},
-			DataSize: size, Fill: func(w io.Writer) error {
-				buf := make([]byte, 1<<20)
-				for left := int64(size); left > 0; left -= int64(len(buf)) {
-					if _, err := w.Write(buf); err != nil {
-						return err
-					}
-				}
-				return nil
-			}})
-	}
-	in := filepath.Join(dir, "big.bin")
-	if err := torchtest.WriteFile(in, tensors, torchtest.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	bin, in := bigCheckpoint(t)
+	dir := filepath.Dir(in)
 	for _, sig := range []struct {
 		s    syscall.Signal
 		code int
@@ -91,4 +70,34 @@ func hasTemp(t *testing.T, dir string) bool {
 		}
 	}
 	return false
+}
+
+// bigCheckpoint builds the CLI and a 384 MiB checkpoint, long enough to
+// convert that a signal comes in the middle.
+func bigCheckpoint(t *testing.T) (bin, in string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin = filepath.Join(dir, "safetensors")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const size = 64 << 20
+	var tensors []torchtest.Tensor
+	for i := range 6 {
+		tensors = append(tensors, torchtest.Tensor{Name: "layers." + strconv.Itoa(i) + ".weight", DType: "F32", Shape: []int64{size / 4},
+			DataSize: size, Fill: func(w io.Writer) error {
+				buf := make([]byte, 1<<20)
+				for left := int64(size); left > 0; left -= int64(len(buf)) {
+					if _, err := w.Write(buf); err != nil {
+						return err
+					}
+				}
+				return nil
+			}})
+	}
+	in = filepath.Join(dir, "big.bin")
+	if err := torchtest.WriteFile(in, tensors, torchtest.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return bin, in
 }

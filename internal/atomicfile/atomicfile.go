@@ -2,6 +2,10 @@
 // content or the complete new content, never a partial file: data goes to a
 // temporary file in the destination's directory, which is synced and then
 // renamed over the destination.
+//
+// Nothing is registered globally: a caller interrupted (its context
+// cancelled) aborts what it was writing, `defer f.Abort()` being the usual
+// pattern, so a cancelled command leaves nothing behind.
 package atomicfile
 
 import (
@@ -12,7 +16,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 )
 
 // File is a pending output file. Write to it, then Commit or Abort.
@@ -21,39 +24,6 @@ type File struct {
 	path   string
 	done   bool
 	direct bool // writing straight into a FIFO, a device or a terminal
-}
-
-// live holds the temporary files not yet committed or aborted, for
-// RemoveTemporary; once it has run (the process is exiting), no new
-// temporary file may be created.
-var (
-	liveMu   sync.Mutex
-	live     = map[string]bool{}
-	shutdown bool
-)
-
-// RemoveTemporary removes every temporary file that is neither committed
-// nor aborted, and makes every later Create fail. A signal handler calls it
-// before the process exits, so that an interrupted command leaves nothing
-// behind, even a file another goroutine was creating at that moment.
-func RemoveTemporary() {
-	liveMu.Lock()
-	defer liveMu.Unlock()
-	shutdown = true
-	for k := range live {
-		os.Remove(k)
-		delete(live, k)
-	}
-	for d := range liveDirs {
-		d.removeLocked()
-	}
-}
-
-// forget drops a temporary file from the live set.
-func forget(tmp string) {
-	liveMu.Lock()
-	delete(live, tmp)
-	liveMu.Unlock()
 }
 
 // Create starts writing path. The temporary file is created with mode 0666
@@ -84,16 +54,7 @@ func Create(path string) (*File, error) {
 			return nil, err
 		}
 		tmp := filepath.Join(dir, "."+base+".tmp-"+hex.EncodeToString(r[:]))
-		liveMu.Lock()
-		if shutdown {
-			liveMu.Unlock()
-			return nil, errors.New("atomicfile: the process is exiting")
-		}
 		f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-		if err == nil {
-			live[tmp] = true
-		}
-		liveMu.Unlock()
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -160,14 +121,9 @@ func (f *File) CommitAfter(check func() error) error {
 	f.done = true
 	tmp := f.File.Name()
 	err := f.File.Close()
-	liveMu.Lock()
-	if shutdown {
-		err = errors.New("atomicfile: the process is exiting")
-	} else if err == nil {
+	if err == nil {
 		err = os.Rename(tmp, f.path)
 	}
-	delete(live, tmp)
-	liveMu.Unlock()
 	if err != nil {
 		os.Remove(tmp)
 		return err
@@ -188,7 +144,6 @@ func (f *File) Abort() error {
 	}
 	tmp := f.File.Name()
 	f.File.Close()
-	forget(tmp)
 	return os.Remove(tmp)
 }
 
@@ -207,10 +162,9 @@ func syncDir(dir string) {
 }
 
 // CommitAll commits files as one group: each is synced and closed, then all
-// are renamed over their destinations, in order, while holding the lock
-// RemoveTemporary takes, so that an interrupting signal sees either none of
-// them renamed (and removes every temporary file) or all of them; each
-// directory is synced once at the end. before, if not nil, is called before
+// are renamed over their destinations, in order (a caller cancelled
+// meanwhile finishes the group: cancellation is seen between writes, not
+// between renames); each directory is synced once at the end. before, if not nil, is called before
 // each rename (tests use it to inspect what a crash there would leave). On
 // an error the files not yet renamed are removed, and the destinations
 // already renamed in this call are removed too: a failed group leaves
@@ -236,16 +190,11 @@ func CommitAll(files []*File, before func(path string)) error {
 	}
 	var renamed []string
 	dirs := map[string]bool{}
-	liveMu.Lock()
 	for _, f := range files {
 		if f.direct {
 			f.done = true
 			f.File.Close()
 			continue
-		}
-		if shutdown {
-			err = errors.New("atomicfile: the process is exiting")
-			break
 		}
 		if before != nil {
 			before(f.path)
@@ -259,7 +208,6 @@ func CommitAll(files []*File, before func(path string)) error {
 			break
 		}
 		f.done = true
-		delete(live, tmp)
 		renamed = append(renamed, f.path)
 		dirs[filepath.Dir(f.path)] = true
 	}
@@ -267,9 +215,6 @@ func CommitAll(files []*File, before func(path string)) error {
 		for _, p := range renamed {
 			os.Remove(p)
 		}
-	}
-	liveMu.Unlock()
-	if err != nil {
 		abortAll(files)
 		return err
 	}

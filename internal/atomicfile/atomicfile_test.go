@@ -121,28 +121,9 @@ func TestNonRegularDestinationWrittenInPlace(t *testing.T) {
 	}
 }
 
-func TestRemoveTemporaryAndErrorNames(t *testing.T) {
+func TestCreateErrorNames(t *testing.T) {
 	dir := t.TempDir()
-	f, err := Create(filepath.Join(dir, "out.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write([]byte("partial"))
-	RemoveTemporary()
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Fatalf("left behind: %v", ents)
-	}
-	// once shutting down, no new temporary file appears
-	if _, err := Create(filepath.Join(dir, "late.bin")); err == nil {
-		t.Fatal("Create after RemoveTemporary succeeded")
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Fatalf("left behind: %v", ents)
-	}
-	liveMu.Lock()
-	shutdown = false // for the other tests of this process
-	liveMu.Unlock()
-	_, err = Create(filepath.Join(dir, "missing", "out.bin"))
+	_, err := Create(filepath.Join(dir, "missing", "out.bin"))
 	if err == nil || strings.Contains(err.Error(), ".tmp-") || !strings.Contains(err.Error(), "does not exist") || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("error for a missing directory: %v", err)
 	}
@@ -173,8 +154,8 @@ func TestWriteErrorsNameTheDestination(t *testing.T) {
 	}
 }
 
-// CommitAll renames every file of a group, or (after RemoveTemporary, as
-// a signal handler runs it) none, leaving nothing behind.
+// CommitAll renames every file of a group, or (on a failure) none, leaving
+// nothing behind.
 func TestCommitAll(t *testing.T) {
 	dir := t.TempDir()
 	var files []*File

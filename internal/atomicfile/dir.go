@@ -8,15 +8,12 @@ import (
 )
 
 // Dirs are directories MkdirAll created for an output that is not yet
-// committed: Undo (and RemoveTemporary, when a signal interrupts the
-// command) removes those still empty, so a failed command leaves no empty
-// directory behind; Keep makes them permanent.
+// committed: Undo removes those still empty, so a failed or cancelled
+// command leaves no empty directory behind; Keep makes them permanent.
 type Dirs struct {
 	created []string // deepest first
+	done    bool
 }
-
-// liveDirs holds the Dirs not yet kept or undone, for RemoveTemporary.
-var liveDirs = map[*Dirs]bool{}
 
 // MkdirAll creates dir and its missing parents, like os.MkdirAll, and
 // remembers which it created.
@@ -31,13 +28,6 @@ func MkdirAll(dir string) (*Dirs, error) {
 			break
 		}
 	}
-	liveMu.Lock()
-	if shutdown {
-		liveMu.Unlock()
-		return nil, errors.New("atomicfile: the process is exiting")
-	}
-	liveDirs[d] = true
-	liveMu.Unlock()
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		d.Undo()
 		return nil, err
@@ -46,24 +36,15 @@ func MkdirAll(dir string) (*Dirs, error) {
 }
 
 // Keep makes the created directories permanent.
-func (d *Dirs) Keep() {
-	liveMu.Lock()
-	delete(liveDirs, d)
-	liveMu.Unlock()
-}
+func (d *Dirs) Keep() { d.done = true }
 
-// Undo removes the created directories that are empty.
+// Undo removes the created directories that are empty; after Keep it does
+// nothing, so `defer d.Undo()` is the usual pattern.
 func (d *Dirs) Undo() {
-	liveMu.Lock()
-	defer liveMu.Unlock()
-	d.removeLocked()
-}
-
-func (d *Dirs) removeLocked() {
-	if !liveDirs[d] {
+	if d.done {
 		return
 	}
-	delete(liveDirs, d)
+	d.done = true
 	for _, p := range d.created {
 		os.Remove(p) // fails, as it should, if anything is in it
 	}
