@@ -180,7 +180,7 @@ func BenchmarkRemoteCheckpoint(b *testing.B) {
 		var reqs, moved int64
 		for b.Loop() {
 			tl := time.Now()
-			if _, err := convert.File(in, out, convert.WithOverwrite(true)); err != nil {
+			if _, err := convert.File(context.Background(), in, out, convert.WithOverwrite(true)); err != nil {
 				b.Fatal(err)
 			}
 			local = append(local, time.Since(tl))
@@ -203,11 +203,11 @@ func BenchmarkRemoteCheckpoint(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			plan, err := convert.PlanCheckpoint(ck, f.Name(), convert.WithVerifyFromCopy(true), convert.WithOverwrite(true))
+			plan, err := convert.PlanCheckpoint(ck, f.Name())
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := plan.Write(out); err != nil {
+			if _, err := plan.Write(context.Background(), out, convert.WithVerifyFromCopy(true), convert.WithOverwrite(true)); err != nil {
 				b.Fatal(err)
 			}
 			get, conv = append(get, t1.Sub(t0)), append(conv, time.Since(t1))
