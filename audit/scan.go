@@ -157,7 +157,7 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 	}
 	var rep *torch.ScanReport
 	var modelErr error
-	var err error
+	var readErr error // a read that failed part-way, as torch.Scan saw it
 	switch o.Format {
 	case source.Index:
 		r.Format = FormatIndex
@@ -187,16 +187,16 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 		// cannot form a pickle that imports anything): then every member
 		// torch would unpickle is scanned.
 		if torch.IsTar(o, o.Size) {
-			if rep, err = torch.Scan(o, o.Size, loc, c.torch...); err != nil {
-				return r.fail(err)
+			if rep, readErr = torch.Scan(o, o.Size, loc, c.torch...); rep == nil {
+				return r.fail(readErr)
 			}
 			r.Problems = append(r.Problems, "polyglot: this file is also a tar archive torch.load would read")
 		} else {
 			rep = &torch.ScanReport{}
 		}
 	default:
-		if rep, err = torch.Scan(o, o.Size, loc, c.torch...); err != nil {
-			return r.fail(err)
+		if rep, readErr = torch.Scan(o, o.Size, loc, c.torch...); rep == nil {
+			return r.fail(readErr)
 		}
 		r.Format = torchFormat(rep.Format)
 	}
@@ -215,11 +215,23 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 	if r.Verdict == Clean && (modelErr != nil || len(r.Problems) > 0) {
 		r.Verdict = Invalid // a safetensors file that does not validate, a polyglot, a broken index
 	}
-	if ioErr := o.Err(); ioErr != nil && r.Verdict != Dangerous {
-		// a read failed part-way: what was not read was not checked
-		return r.fail(fmt.Errorf("%s: reading failed part-way, not every byte was checked: %w", loc, ioErr))
+	if ioErr := o.Err(); ioErr != nil {
+		readErr = ioErr // the opener's error, typed
+	}
+	if readErr != nil && r.Verdict != Dangerous {
+		// a read failed part-way: what was not read was not checked, and
+		// what a decoder made of the missing bytes is no finding
+		r.Globals, r.DangerousOpcodes, r.Problems = []Global{}, []Opcode{}, []string{}
+		return r.fail(notEveryByte(loc, readErr))
 	}
 	return r
+}
+
+// notEveryByte says a read of loc failed part-way, so that what was not
+// read was not checked: an I/O error (source.IsIOError), whatever a
+// decoder made of the short read.
+func notEveryByte(loc string, ioErr error) error {
+	return &source.IOError{Location: loc, Op: "read", Err: fmt.Errorf("%s: reading failed part-way, not every byte was checked: %w", loc, ioErr)}
 }
 
 func globalVerdict(s string) GlobalVerdict {

@@ -9,6 +9,7 @@ import (
 	"iter"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/fault"
 	"github.com/gosafetensors/safetensors/internal/sniff"
 	"github.com/gosafetensors/safetensors/internal/units"
 	"github.com/gosafetensors/safetensors/source"
@@ -111,7 +112,17 @@ func (c *config) validateObject(ctx context.Context, r *ValidateReport, o *sourc
 			o.Close()
 		}
 	}()
-	loc := r.File
+	loc, obj := r.File, o
+	defer func() {
+		// a read failed part-way: a decoder's complaint (a short header,
+		// unexpected EOF) is about bytes that never came, so nothing was
+		// checked
+		if ioErr := obj.Err(); ioErr != nil && !errors.Is(r.Err, ioErr) {
+			r.Variant, r.Tensor, r.Offset, r.Hint = nil, nil, nil, nil
+			r.TensorCount, r.DataBytes = nil, nil
+			r.unreadable(notEveryByte(loc, ioErr))
+		}
+	}()
 	if o.Format == source.Directory {
 		return r.unreadable(fmt.Errorf("%s: is a directory", loc))
 	}
@@ -245,9 +256,11 @@ func (c *config) readAllData(src safetensors.Source, file string, total int64) (
 		size := t.Size()
 		for off := int64(0); off < size; {
 			n := min(int64(chunk), size-off)
-			m, err := t.ReadAt(buf[:n], off)
+			var m int
+			// a mapped file truncated underneath faults: a failure to read
+			err := fault.Catch(func() (err error) { m, err = t.ReadAt(buf[:n], off); return err })
 			if int64(m) < n {
-				if err == nil || errors.Is(err, io.EOF) {
+				if err == nil || err == io.EOF { // not errors.Is: a network error may wrap io.EOF
 					err = io.ErrUnexpectedEOF
 				}
 				return nil, fmt.Errorf("%s: tensor %q: reading %d bytes at byte %d of its data: %w", file, t.Name, n, off, err)

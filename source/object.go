@@ -30,16 +30,32 @@ type Object struct {
 	ioErr   ioErrBox
 }
 
-// ReadAt reads from the object. The first failure other than io.EOF is
-// remembered, so that a decoder's complaint about a short read is reported
-// as the I/O error it was.
+// ReadAt reads from the object. The first failure is remembered, so that
+// a decoder's complaint about a short read is reported as the I/O error it
+// was. Only a read that reaches the size the object had when it was opened
+// may end in io.EOF: an end before it (a file truncated underneath, a
+// connection closed early, whose error wraps io.EOF too) is a failure to
+// read, returned as an *IOError.
 func (o *Object) ReadAt(p []byte, off int64) (int, error) {
 	n, err := o.r.ReadAt(p, off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		o.ioErr.record(err)
+	if err == nil {
+		return n, nil
 	}
+	if err == io.EOF && (off < 0 || off+int64(n) >= o.Size) {
+		return n, err
+	}
+	if errors.Is(err, io.EOF) && !IsIOError(err) {
+		err = &IOError{Location: o.Name, Op: "read", Err: fmt.Errorf("%s: it ended at byte %d, but it had %d bytes when it was opened: %w",
+			o.Name, off+int64(n), o.Size, errShrank)}
+	}
+	o.ioErr.record(err)
 	return n, err
 }
+
+// errShrank is wrapped by the error of a read that found an object
+// shorter than it was when it was opened (a file truncated or replaced
+// while it was being read).
+var errShrank = errors.New("it changed while it was being read")
 
 // Err returns the first read error the object has seen (io.EOF aside), or
 // nil: a decoder that stopped part-way may have stopped because of it.

@@ -27,8 +27,7 @@ func ScanFile(path string, opts ...Option) (*ScanReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, _, err := analyze(f, fi.Size(), path, &o.limits)
-	return rep, err
+	return scan(f, fi.Size(), path, &o.limits)
 }
 
 // Scan audits a file without failing fast. The verdict is a sound
@@ -44,14 +43,25 @@ func ScanFile(path string, opts ...Option) (*ScanReport, error) {
 // after a pickle) are a problem and are walked too. Every global is
 // recorded with its verdict, each opcode that would run code, and each
 // container or decoding problem. The error is only non-nil if r cannot be
-// read at all, or if an option is invalid (an error wrapping [ErrOption]).
+// read at all, or if an option is invalid (an error wrapping [ErrOption]),
+// or if a read of r failed part-way (an error, or an end before size): then
+// the report of what was read comes with an error wrapping the failure, for
+// what was not read was not checked (a "dangerous" verdict still stands).
 // Options: [WithLimits] (default [DefaultLimits]).
 func Scan(r io.ReaderAt, size int64, name string, opts ...Option) (*ScanReport, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	rep, _, err := analyze(r, size, name, &o.limits)
+	return scan(r, size, name, &o.limits)
+}
+
+func scan(r io.ReaderAt, size int64, name string, lim *Limits) (*ScanReport, error) {
+	rr := &readRecorder{r: r, size: size}
+	rep, _, err := analyze(rr, size, name, lim)
+	if err == nil {
+		err = rr.failure(name)
+	}
 	return rep, err
 }
 
