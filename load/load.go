@@ -581,7 +581,18 @@ func (l *Loader) run(ctx context.Context, fn func(*Tensor) error, pool *fetch.Po
 	if !l.local {
 		cfg.MinChunk = max(l.ChunkSize()/8, 1)
 	}
-	fst, err := fetch.Run(ctx, l.srcs, l.extents(), l.total, cfg)
+	srcs := l.srcs
+	if !l.cfg.buffered {
+		srcs = slices.Clone(l.srcs)
+		for i, s := range srcs {
+			if f, ok := s.R.(*os.File); ok {
+				lf := openLocal(f, l.ChunkSize())
+				defer lf.Close()
+				srcs[i].R = lf
+			}
+		}
+	}
+	fst, err := fetch.Run(ctx, srcs, l.extents(), l.total, cfg)
 	if err == nil {
 		err = l.recheckFiles(checks)
 	}
