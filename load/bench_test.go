@@ -158,4 +158,3 @@ func loopback(b *testing.B, base string, files map[string]pacedserver.File, n in
 	wg.Wait()
 	return float64(total) / time.Since(start).Seconds() / 1e6
 }
-
