@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -61,6 +62,16 @@ func newScanReport(loc string) *ScanReport {
 }
 
 // fail makes r an error report.
+// problemLines spells an error as problems, one line each: a diagnosis
+// (source.Hint) first, then the error without it.
+func problemLines(err error) []string {
+	var ce *source.ContentError
+	if errors.As(err, &ce) && ce.Hint != "" {
+		return []string{"hint: " + ce.Hint, ce.Detail()}
+	}
+	return []string{err.Error()}
+}
+
 func (r *ScanReport) fail(err error) *ScanReport {
 	r.Verdict, r.Error, r.Err = Error, err.Error(), err
 	return r
@@ -180,7 +191,7 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 			return r.fail(err)
 		} else {
 			modelErr = err
-			r.Problems = append(r.Problems, err.Error())
+			r.Problems = append(r.Problems, problemLines(err)...)
 		}
 		// torch.load reads such a file only if it is also a tar archive
 		// (the first bytes of a safetensors file or a zstd/lz4 container
@@ -200,10 +211,11 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 		}
 		r.Format = torchFormat(rep.Format)
 	}
-	r.Problems = append(r.Problems, rep.Problems...)
+	// the diagnosis first ("an HTML page"), then what the decoders said
 	if o.Hint != "" {
-		r.Problems = append(r.Problems, "hint: "+o.Hint)
+		r.Problems = append([]string{"hint: " + o.Hint}, r.Problems...)
 	}
+	r.Problems = append(r.Problems, rep.Problems...)
 	for _, g := range rep.Globals {
 		r.Globals = append(r.Globals, Global{Module: g.Module, Name: g.Name, Entry: g.Entry, Offset: g.Offset, Verdict: globalVerdict(g.Verdict), Reason: g.Reason})
 	}

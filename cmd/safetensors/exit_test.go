@@ -82,3 +82,41 @@ func TestExitRuleInHelp(t *testing.T) {
 		t.Fatalf("the root --help does not state the exit rule:\n%s", out)
 	}
 }
+
+// Every command that reads a model leads with the diagnosis (what the
+// bytes really are), not the decoder's complaint, and never shows a
+// message as a Go-quoted string.
+func TestDiagnosisFirst(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "page.safetensors")
+	os.WriteFile(page, []byte("<!DOCTYPE html><html><title>Sign in</title></html>"), 0o644)
+	b, err := os.ReadFile(torchDir + "tiny_transformer.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.safetensors")
+	os.WriteFile(cut, b[:3000], 0o644)
+	for file, diagnosis := range map[string]string{page: "this is an HTML page", cut: "truncated download?"} {
+		for _, args := range [][]string{{"inspect", file}, {"get", file, "x"}, {"stats", file}, {"validate", file}, {"scan", file}} {
+			_, stdout, stderr := runCLI(t, args...)
+			out := stdout + stderr
+			lines := strings.Split(out, "\n")
+			first := ""
+			for _, l := range lines {
+				if strings.Contains(l, diagnosis) {
+					first = l
+					break
+				}
+				if strings.Contains(l, "HeaderTooLarge") || strings.Contains(l, "MetadataIncompleteBuffer") || strings.Contains(l, "opcode") {
+					break
+				}
+			}
+			if first == "" {
+				t.Errorf("%v: the diagnosis %q does not come first:\n%s", args, diagnosis, out)
+			}
+			if strings.Contains(out, `\n`) || strings.Count(out, diagnosis) != 1 {
+				t.Errorf("%v: a quoted message or the diagnosis twice:\n%s", args, out)
+			}
+		}
+	}
+}

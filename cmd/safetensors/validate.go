@@ -107,7 +107,8 @@ func runValidate(cmd *cobra.Command, stdout, stderr io.Writer, args []string, fl
 //
 //	ok   m.safetensors (12 tensors, 1.2 GiB)
 //	FAIL m.safetensors: tensor "b": ... (InvalidOffset at byte 61)
-//	     hint: ...
+//	FAIL m.safetensors: this is an HTML page, not a model: ...
+//	     details: header length ... (HeaderTooLarge at byte 0)
 //	ERR  m.safetensors: no such file or directory
 //	warn m.safetensors: ...
 func printResult(w io.Writer, r *audit.ValidateReport, quiet bool) {
@@ -118,12 +119,18 @@ func printResult(w io.Writer, r *audit.ValidateReport, quiet bool) {
 			fmt.Fprintf(w, "%s   %s (%s, %s)\n", p.paint(colorOK, "ok"), display(r.File), plural(int64(*r.TensorCount), "tensor"), humanBytes(*r.FileSize))
 		}
 	case audit.StatusInvalid:
+		if r.Hint != nil {
+			// the diagnosis first (an HTML page, an incomplete download),
+			// then what the format check said
+			fmt.Fprintf(w, "%s %s: %s\n     details: %s\n", p.paint(colorFail, "FAIL"), display(r.File), oneLine(*r.Hint), oneLine(strings.TrimPrefix(*r.Error, r.File+": ")))
+			break
+		}
 		fmt.Fprintf(w, "%s %s\n", p.paint(colorFail, "FAIL"), oneLine(*r.Error))
 	default:
 		fmt.Fprintf(w, "%s  %s\n", p.paint(colorFail, "ERR"), oneLine(*r.Error))
-	}
-	if r.Hint != nil {
-		fmt.Fprintf(w, "     hint: %s\n", *r.Hint)
+		if r.Hint != nil {
+			fmt.Fprintf(w, "     hint: %s\n", *r.Hint)
+		}
 	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "%s %s: %s\n", p.paint(colorWarn, "warn"), display(r.File), oneLine(warn))

@@ -150,8 +150,9 @@ func TestValidateHints(t *testing.T) {
 		{filesDir + "empty_file.safetensors", "empty"},
 	} {
 		code, out, _ := runCLI(t, "validate", tc.file)
-		if code != 1 || !strings.Contains(out, "     hint: ") || !strings.Contains(out, tc.want) {
-			t.Errorf("%s: exit %d, want a hint with %q:\n%s", tc.file, code, tc.want, out)
+		first, rest, _ := strings.Cut(out, "\n")
+		if code != 1 || !strings.Contains(first, tc.want) || !strings.HasPrefix(rest, "     details: ") {
+			t.Errorf("%s: exit %d, want the diagnosis %q first, then the details:\n%s", tc.file, code, tc.want, out)
 		}
 	}
 }
