@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 )
 
 // ErrOption is wrapped by the error [Open], [NewReader], [Scan] and
@@ -101,7 +102,7 @@ var (
 
 func checkAllow(g string) error {
 	i := strings.LastIndexByte(g, '.')
-	if i <= 0 || i == len(g)-1 || !importableName(g[:i]) || !importableName(g[i+1:]) {
+	if i <= 0 || i == len(g)-1 || !pickle.Importable(g[:i]) || !pickle.Importable(g[i+1:]) {
 		return fmt.Errorf("%w: WithAllow(%q): want module.name (dotted Python identifiers)", ErrOption, g)
 	}
 	if len(g) > maxKnownGlobal {
@@ -122,20 +123,4 @@ func checkAllow(g string) error {
 		return fmt.Errorf("%w: WithAllow(%q): %s (allowing it would drop that data silently)", ErrOption, g, why)
 	}
 	return nil
-}
-
-// importableName reports whether s is a dotted sequence of ASCII Python
-// identifiers.
-func importableName(s string) bool {
-	for _, part := range strings.Split(s, ".") {
-		if part == "" || part[0] >= '0' && part[0] <= '9' {
-			return false
-		}
-		for _, c := range part {
-			if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-				return false
-			}
-		}
-	}
-	return true
 }

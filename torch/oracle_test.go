@@ -23,11 +23,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gosafetensors/safetensors/internal/torchoracle"
 	"github.com/gosafetensors/safetensors/torch"
+	"github.com/gosafetensors/safetensors/torch/pickle"
 )
 
 func envInt(t *testing.T, name string, def int) int {
@@ -81,10 +80,10 @@ func judge(rep *torch.ScanReport, r *torchoracle.Result) string {
 // importableGlobal reports whether module.name (as the oracle reports
 // it: module, a dot, name; the module may not contain a dot-less tail, so
 // every split is tried) could be imported: a dotted sequence of Python
-// identifiers for both, as the pickle walker judges (pickle.importable).
+// identifiers for both, as the pickle walker judges.
 func importableGlobal(g string) bool {
 	for i := strings.IndexByte(g, '.'); i >= 0; {
-		if dottedIdent(g[:i]) && dottedIdent(g[i+1:]) {
+		if pickle.Importable(g[:i]) && pickle.Importable(g[i+1:]) {
 			return true
 		}
 		j := strings.IndexByte(g[i+1:], '.')
@@ -94,31 +93,6 @@ func importableGlobal(g string) bool {
 		i += 1 + j
 	}
 	return false
-}
-
-func dottedIdent(s string) bool {
-	if s == "" || !utf8.ValidString(s) {
-		return false
-	}
-	start := true
-	for _, r := range s {
-		switch {
-		case r == '.':
-			if start {
-				return false
-			}
-			start = true
-		case r == '_' || unicode.IsLetter(r):
-			start = false
-		case unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || unicode.Is(unicode.Pc, r):
-			if start {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return !start
 }
 
 // oracleAllow is the allowlist handed to torch's audit hook: scan's own.

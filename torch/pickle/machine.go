@@ -887,15 +887,21 @@ func (m *Machine) sets(op Op, off int64) error {
 	}
 	set, ok := t.(*Set)
 	if !ok || set.Frozen {
-		// CPython calls the object's add method
-		if m.audit != nil {
-			m.audit.Call(op, off, Describe(t))
-			return nil
-		}
-		return m.errf(ErrNotAllowed, off, "%s onto a %s (only sets may receive items)", op.String(), Describe(t))
+		return m.wrongTarget(op, off, t, "sets may receive items")
 	}
 	set.Items = append(set.Items, items...)
 	return nil
+}
+
+// wrongTarget handles APPEND(S), SETITEM(S) or ADDITEMS onto an object of
+// another type: CPython would call one of its methods (append, __setitem__,
+// add). Strict mode refuses; audit mode reports the call and goes on.
+func (m *Machine) wrongTarget(op Op, off int64, t any, only string) error {
+	if m.audit != nil {
+		m.audit.Call(op, off, Describe(t))
+		return nil
+	}
+	return m.errf(ErrNotAllowed, off, "%s onto a %s (only %s)", op.String(), Describe(t), only)
 }
 
 func (m *Machine) appendTo(items []any, op Op, off int64) error {
@@ -908,11 +914,7 @@ func (m *Machine) appendTo(items []any, op Op, off int64) error {
 	}
 	l, ok := t.(*List)
 	if !ok {
-		if m.audit != nil {
-			m.audit.Call(op, off, Describe(t))
-			return nil
-		}
-		return m.errf(ErrNotAllowed, off, "%s onto a %s (only lists may be appended to)", op.String(), Describe(t))
+		return m.wrongTarget(op, off, t, "lists may be appended to")
 	}
 	l.Items = append(l.Items, items...)
 	return nil
@@ -925,11 +927,7 @@ func (m *Machine) setItemsOn(items []any, op Op, off int64) error {
 	}
 	d, ok := t.(*Dict)
 	if !ok {
-		if m.audit != nil {
-			m.audit.Call(op, off, Describe(t))
-			return nil
-		}
-		return m.errf(ErrNotAllowed, off, "%s onto a %s (only dicts may receive items)", op.String(), Describe(t))
+		return m.wrongTarget(op, off, t, "dicts may receive items")
 	}
 	return m.setItems(d, items, off)
 }

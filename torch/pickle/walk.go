@@ -407,15 +407,17 @@ func (w *Walker) report(module, name string, off int64, unknown bool) {
 		w.audit.Import(Import{Module: "?", Name: "?", Offset: off, How: Unknown, Walked: true})
 		return
 	}
-	if !importable(module) || !importable(name) {
+	if !Importable(module) || !Importable(name) {
 		return
 	}
 	w.found++
 	w.audit.Import(Import{Module: module, Name: name, Offset: off, How: Named, Walked: true})
 }
 
-// importable reports whether s is a dotted sequence of Python identifiers.
-func importable(s string) bool {
+// Importable reports whether s is a dotted sequence of Python identifiers:
+// a module or name Python could import (find_class fails on anything else
+// before importing).
+func Importable(s string) bool {
 	if s == "" || !utf8.ValidString(s) {
 		return false
 	}

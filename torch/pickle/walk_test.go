@@ -125,7 +125,7 @@ func FuzzWalker(f *testing.F) {
 			if i := strings.LastIndexByte(name, '.'); i >= 0 {
 				mod, nm = name[:i], name[i+1:]
 			}
-			if !importable(mod) || !importable(nm) || len(mod) > MaxName || len(nm) > MaxName {
+			if !Importable(mod) || !Importable(nm) || len(mod) > MaxName || len(nm) > MaxName {
 				continue
 			}
 			if !seen[g] {
