@@ -40,6 +40,7 @@ func newHubFixture(t testing.TB, spec pacedserver.ModelSpec, cfg pacedserver.Con
 	cfgJSON := []byte(`{"architectures":["LlamaForCausalLM"],"hidden_size":16}`)
 	files["/config.json"] = pacedserver.File{Content: bytes.NewReader(cfgJSON), Size: int64(len(cfgJSON))}
 	files["/sub/README.md"] = pacedserver.File{Content: strings.NewReader("# model\n"), Size: 8}
+	files["/empty.txt"] = pacedserver.File{Content: strings.NewReader(""), Size: 0}
 	return startHub(t, files, cfg)
 }
 
