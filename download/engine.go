@@ -176,14 +176,33 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 	})
 	defer stopWake()
 
+	// Files take turns, a chunk each: every file's hash frontier then
+	// advances as its oldest range completes, so hashing runs beside the
+	// transfer instead of after it (a file read by all connections at once
+	// would have its ranges complete together, at its end).
 	extents := func(yield func(fetch.Extent) bool) {
+		miss := make([][]span, len(active))
 		for i, t := range active {
 			t.mu.Lock()
-			miss := t.written.missing(t.Size)
+			miss[i] = t.written.missing(t.Size)
 			t.mu.Unlock()
-			for _, s := range miss {
-				if !yield(fetch.Extent{Src: i, Off: s.Off, Len: s.End - s.Off, Item: i, Pos: s.Off}) {
+		}
+		for left := len(active); left > 0; {
+			left = 0
+			for i := range miss {
+				if len(miss[i]) == 0 {
+					continue
+				}
+				s := &miss[i][0]
+				n := min(s.End-s.Off, e.chunk)
+				if !yield(fetch.Extent{Src: i, Off: s.Off, Len: n, Item: i, Pos: s.Off}) {
 					return
+				}
+				if s.Off += n; s.Off == s.End {
+					miss[i] = miss[i][1:]
+				}
+				if len(miss[i]) > 0 {
+					left++
 				}
 			}
 		}
