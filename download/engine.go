@@ -379,30 +379,42 @@ func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 		defer func() { e.bufs <- buf }()
 		return s.ReadRangeFunc(ctx, p.Off, p.Len, buf, write)
 	}
+	// A source that cannot stream is read in pieces of up to
+	// readPiece bytes, each one request, into a buffer per worker.
 	buf := <-e.chunks
-	if int64(cap(buf)) < p.Len {
-		buf = make([]byte, e.chunk)
+	if buf == nil {
+		buf = make([]byte, min(e.chunk, readPiece))
 	}
 	defer func() { e.chunks <- buf }()
-	b := buf[:p.Len]
-	var n int
-	var err error
-	if r, ok := t.src.(contextReaderAt); ok {
-		n, err = r.ReadAtContext(ctx, b, p.Off)
-	} else {
-		n, err = t.src.ReadAt(b, p.Off)
+	for off, end := p.Off, p.Off+p.Len; off < end; {
+		b := buf[:min(int64(len(buf)), end-off)]
+		var n int
+		var err error
+		if r, ok := t.src.(contextReaderAt); ok {
+			n, err = r.ReadAtContext(ctx, b, off)
+		} else {
+			n, err = t.src.ReadAt(b, off)
+		}
+		if n == len(b) && errors.Is(err, io.EOF) {
+			err = nil
+		}
+		if err == nil && n < len(b) {
+			err = fmt.Errorf("%w: %d of %d bytes", fetch.ErrShortRead, n, len(b))
+		}
+		if err != nil {
+			return fmt.Errorf("%s: reading bytes %d-%d: %w", t.Name, off, off+int64(len(b))-1, err)
+		}
+		if err := write(b, off); err != nil {
+			return err
+		}
+		off += int64(n)
 	}
-	if n == len(b) && errors.Is(err, io.EOF) {
-		err = nil
-	}
-	if err == nil && n < len(b) {
-		err = fmt.Errorf("%w: %d of %d bytes", fetch.ErrShortRead, n, len(b))
-	}
-	if err != nil {
-		return fmt.Errorf("%s: reading bytes %d-%d: %w", t.Name, p.Off, p.Off+p.Len-1, err)
-	}
-	return write(b, p.Off)
+	return nil
 }
+
+// readPiece bounds a read of a source that cannot stream (a bucket
+// object): memory is a buffer of this size per worker.
+const readPiece = 4 << 20
 
 // wrote records bytes written: the hasher may read them, the committer
 // journals them.

@@ -68,11 +68,11 @@ func WithConcurrency(n int) Option {
 }
 
 // WithChunkSize sets the largest range one request reads (default
-// [DefaultChunkSize]; 64 KiB to 1 GiB). Ranges are streamed to disk, so
-// memory does not grow with it, except for bucket objects, which are read
-// into a chunk buffer per connection. A killed download moves again at
-// most the bytes that arrived since its last journal commit (100 ms), and
-// never more than a chunk per connection.
+// [DefaultChunkSize]; 64 KiB to 1 GiB). Ranges are streamed to disk
+// through a buffer of at most 1 MiB per connection, so memory does not
+// grow with it (bucket objects, which cannot stream, are read by requests
+// of up to 4 MiB into a buffer per connection). A killed download moves
+// again less than a chunk per connection beyond the bytes it lacks.
 func WithChunkSize(n int64) Option {
 	return func(c *config) error {
 		if n < 64<<10 || n > 1<<30 {
