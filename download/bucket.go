@@ -30,11 +30,12 @@ func downloadBucket(ctx context.Context, loc string, cfg *config) (*Result, erro
 		rel, url string
 	}
 	var items []item
-	if strings.HasSuffix(loc, "/") {
-		_, prefix, err := blobstore.SplitURL(loc)
-		if err != nil {
-			return nil, err
-		}
+	_, key, err := blobstore.SplitURL(loc)
+	if err != nil {
+		return nil, err
+	}
+	if key == "" || strings.HasSuffix(key, "/") { // a prefix (the query, if any, follows it)
+		prefix := key
 		var keyErrs []error
 		for o, err := range pool.Objects(ctx, loc) {
 			if err != nil {
@@ -60,10 +61,6 @@ func downloadBucket(ctx context.Context, loc string, cfg *config) (*Result, erro
 			return nil, errors.Join(keyErrs...)
 		}
 	} else {
-		_, key, err := blobstore.SplitURL(loc)
-		if err != nil {
-			return nil, err
-		}
 		rel := key[strings.LastIndexByte(key, '/')+1:]
 		items = append(items, item{rel, loc})
 	}

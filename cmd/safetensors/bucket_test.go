@@ -75,3 +75,53 @@ func TestScanAndValidateBucketPrefix(t *testing.T) {
 		t.Fatalf("inspect s3 object: exit %d\n%s", code, out)
 	}
 }
+
+// A bucket prefix downloaded into a local directory through the real AWS
+// SDK against an S3-protocol server on loopback, then verified; a second
+// run reads nothing.
+func TestDownloadBucketPrefix(t *testing.T) {
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
+		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
+	} {
+		t.Setenv(k, v)
+	}
+	be := s3mem.New()
+	srv := httptest.NewServer(gofakes3.New(be).Server())
+	defer srv.Close()
+	if err := be.CreateBucket("models"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for key, file := range map[string]string{"llama/model.safetensors": torchDir + "tiny_transformer.safetensors", "llama/pytorch_model.bin": torchDir + "tiny_transformer.bin", "other/x.safetensors": torchDir + "dtypes.safetensors"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := be.PutObject("models", key, map[string]string{}, bytes.NewReader(b), int64(len(b)), nil); err != nil {
+			t.Fatal(err)
+		}
+		want[key] = b
+	}
+	query := "?endpoint=" + url.QueryEscape(srv.URL) + "&use_path_style=true&region=us-east-1"
+	dir := t.TempDir()
+	code, out, errs := runCLI(t, "download", "s3://models/llama/"+query, "--local-dir", dir, "--json")
+	var res downloadJSON
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Files) != 2 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, name := range []string{"model.safetensors", "pytorch_model.bin"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(got, want["llama/"+name]) {
+			t.Fatalf("%s differs (%v)", name, err)
+		}
+	}
+	if code, out, _ := runCLI(t, "verify", dir); code != 0 {
+		t.Fatalf("verify: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "download", "s3://models/llama/"+query, "--local-dir", dir, "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Moved != 0 {
+		t.Fatalf("second run: exit %d\n%s", code, out)
+	}
+}
