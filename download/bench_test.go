@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,14 @@ func TestBenchHelper(t *testing.T) {
 	opts := []Option{WithHub(hub), WithCacheDir(parts[1]), WithConcurrency(n)}
 	if len(parts) > 3 && parts[3] == "nohash" {
 		opts = append(opts, withoutHashing())
+	}
+	if p := os.Getenv("GOSAFETENSORS_BENCH_CPUPROFILE"); p != "" { // to see where the time goes
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
 	}
 	res, err := Download(context.Background(), "hf://"+testRepo, opts...)
 	if err != nil {
