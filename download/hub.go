@@ -141,14 +141,8 @@ func hubCache(ctx context.Context, cfg *config, ref remote.Ref, commit string, l
 		return nil, err
 	}
 	res := &Result{}
-	byBlob := map[string]*target{}
-	var targets []*target
-	var unlocks []func()
-	defer func() {
-		for _, u := range unlocks {
-			u()
-		}
-	}()
+	first := map[string]int{} // digest -> index in res.Files of its first file
+	var missing []string      // digests to download, sorted
 	for _, f := range sel {
 		d := digestOf(f)
 		blob, err := crepo.BlobPath(d.Hex)
@@ -161,31 +155,46 @@ func hubCache(ctx context.Context, cfg *config, ref remote.Ref, commit string, l
 		}
 		res.Files = append(res.Files, File{Path: f.Path, Size: f.Size, Digest: d, Local: link})
 		res.Bytes += f.Size
-		if _, dup := byBlob[d.Hex]; dup {
+		if _, dup := first[d.Hex]; dup {
 			continue
 		}
+		first[d.Hex] = len(res.Files) - 1
 		if regularSize(blob) == f.Size {
-			byBlob[d.Hex] = nil
 			res.Files[len(res.Files)-1].Present = true
-			continue
+		} else {
+			missing = append(missing, d.Hex)
 		}
-		unlock, err := crepo.Lock(ctx, d.Hex)
+	}
+	// Locks are taken in digest order, so that two processes downloading
+	// overlapping sets (another commit, other patterns) cannot each hold
+	// one the other waits for.
+	slices.Sort(missing)
+	var targets []*target
+	var unlocks []func()
+	defer func() {
+		for _, u := range unlocks {
+			u()
+		}
+	}()
+	for _, hex := range missing {
+		i := first[hex]
+		f := sel[i]
+		unlock, err := crepo.Lock(ctx, hex)
 		if err != nil {
 			return nil, err
 		}
 		unlocks = append(unlocks, unlock)
+		blob, _ := crepo.BlobPath(hex)
 		if regularSize(blob) == f.Size { // another process finished it meanwhile
-			byBlob[d.Hex] = nil
-			res.Files[len(res.Files)-1].Present = true
+			res.Files[i].Present = true
 			continue
 		}
-		t := &target{
+		d := res.Files[i].Digest
+		targets = append(targets, &target{
 			Name: remote.Ref{Type: ref.Type, Repo: ref.Repo, Revision: ref.Revision, Path: f.Path}.String(),
 			Dest: blob, Part: blob + partialSuffix, Size: f.Size, Object: "hub " + d.String(), Digest: d,
 			open: open(f), check: check(f),
-		}
-		byBlob[d.Hex] = t
-		targets = append(targets, t)
+		})
 	}
 	e := newEngine(cfg)
 	err = e.run(ctx, targets)
