@@ -84,15 +84,9 @@ func TestBenchHelper(t *testing.T) {
 	json.NewEncoder(os.Stdout).Encode(map[string]any{"moved": res.Moved, "seconds": res.Duration.Seconds()})
 }
 
-// subprocessDownload runs TestBenchHelper and returns its MB/s (moved
-// bytes over the download's own time) and peak RSS in MB.
-func subprocessDownload(b *testing.B, url string, n int, mode string) (rate, rss float64) {
-	rate, rss, _ = subprocessDownloadCPU(b, url, n, mode)
-	return rate, rss
-}
-
-// subprocessDownloadCPU is subprocessDownload, with the process's CPU
-// seconds (user and system) per GB moved.
+// subprocessDownloadCPU runs TestBenchHelper and returns its MB/s (moved
+// bytes over the download's own time), peak RSS in MB and CPU seconds
+// (user and system) per GB moved.
 func subprocessDownloadCPU(b *testing.B, url string, n int, mode string) (rate, rss, cpu float64) {
 	cache := b.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchHelper$", "-test.count=1")

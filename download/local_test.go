@@ -27,7 +27,7 @@ func TestHubLocalDir(t *testing.T) {
 		}
 		return res
 	}
-	res := dl()
+	dl()
 	check := func() {
 		t.Helper()
 		for _, p := range h.paths() {
@@ -52,7 +52,7 @@ func TestHubLocalDir(t *testing.T) {
 	if rep, err := Verify(context.Background(), dir); err != nil || !rep.OK() || rep.Files[0].Status != "ok" {
 		t.Fatalf("verify: %v %v", rep, err)
 	}
-	if res = dl(); res.Moved != 0 {
+	if res := dl(); res.Moved != 0 {
 		t.Fatalf("second run moved %d bytes", res.Moved)
 	}
 	shard := filepath.Join(dir, "model-00001-of-00003.safetensors")
@@ -64,7 +64,7 @@ func TestHubLocalDir(t *testing.T) {
 	if rep, _ := Verify(context.Background(), dir); rep.OK() {
 		t.Fatal("verify missed a changed file")
 	}
-	if res = dl(); res.Moved != int64(len(b)) {
+	if res := dl(); res.Moved != int64(len(b)) {
 		t.Fatalf("after a change, moved %d bytes, want the file's %d", res.Moved, len(b))
 	}
 	check()
