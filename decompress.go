@@ -40,24 +40,37 @@ func WithoutDecompression() Option {
 	return func(o *options) error { o.raw = true; return nil }
 }
 
+// Container returns the registered decompressor whose container r (size
+// bytes) holds, or nil when none recognises it; only I/O failures are
+// errors. [Open] and [NewReader] use it to read compressed files
+// transparently; openers that detect formats themselves (package source)
+// ask it too, so that there is one way a container is recognised.
+func Container(r io.ReaderAt, size int64) (*Decompressor, error) {
+	decompressorsMu.RLock()
+	ds := decompressors
+	decompressorsMu.RUnlock()
+	for i := range ds {
+		ok, err := ds[i].Detect(r, size)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &ds[i], nil
+		}
+	}
+	return nil, nil
+}
+
 // decompressed returns the original file inside r when a registered
 // decompressor recognises r, else r itself.
 func decompressed(r io.ReaderAt, size int64, o options) (io.ReaderAt, int64, bool, error) {
 	if o.raw {
 		return r, size, false, nil
 	}
-	decompressorsMu.RLock()
-	ds := decompressors
-	decompressorsMu.RUnlock()
-	for _, d := range ds {
-		ok, err := d.Detect(r, size)
-		if err != nil {
-			return nil, 0, false, err
-		}
-		if ok {
-			ra, n, err := d.Open(r, size, o.name)
-			return ra, n, err == nil, err
-		}
+	d, err := Container(r, size)
+	if err != nil || d == nil {
+		return r, size, false, err
 	}
-	return r, size, false, nil
+	ra, n, err := d.Open(r, size, o.name)
+	return ra, n, err == nil, err
 }

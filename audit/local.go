@@ -201,10 +201,8 @@ func detectLocal(fsys localFS, p string) (format source.Format, ok bool) {
 	if err != nil {
 		return source.Unknown, false
 	}
-	b := make([]byte, source.PrefixSize)
-	n, _ := io.ReadFull(f, b)
-	format, _ = source.Detect(b[:n], st.Size())
-	return format, true
+	format, _, err = source.Detect(f, st.Size())
+	return format, err == nil
 }
 
 // countingReaderAt reports the bytes of every read.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
+	"github.com/gosafetensors/safetensors/torch/tarlist"
 )
 
 // ScanReport is what a scan found in one file: one element of the array
@@ -197,7 +198,7 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 		// (the first bytes of a safetensors file or a zstd/lz4 container
 		// cannot form a pickle that imports anything): then every member
 		// torch would unpickle is scanned.
-		if torch.IsTar(o, o.Size) {
+		if tarlist.IsTar(o, o.Size) {
 			if rep, readErr = torch.Scan(o, o.Size, loc, c.torch...); rep == nil {
 				return r.fail(readErr)
 			}

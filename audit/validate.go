@@ -10,7 +10,6 @@ import (
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/fault"
-	"github.com/gosafetensors/safetensors/internal/sniff"
 	"github.com/gosafetensors/safetensors/internal/units"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/stats"
@@ -163,7 +162,7 @@ func (c *config) validateObject(ctx context.Context, r *ValidateReport, o *sourc
 		if err != nil {
 			r.setError(err)
 			if r.Hint == nil {
-				if h := sniff.Explain(o, o.Size, err); h != "" {
+				if h := o.Explain(err); h != "" {
 					r.Hint = ptr(h)
 				}
 			}

@@ -3,6 +3,11 @@ package source
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
+
+	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/torch/tarlist"
 
 	"github.com/gosafetensors/safetensors/internal/sniff"
 )
@@ -70,12 +75,45 @@ const PrefixSize = sniff.PrefixSize
 // maxHeader is the reference's header size limit.
 const maxHeader = 100_000_000
 
-// Detect decides the format of an object of size bytes whose first bytes
-// are prefix (up to PrefixSize of them), and returns a plain-words hint when
-// the content is not what a model file should be. Compressed containers
-// need more than the prefix (a seek table at the end): [Open] asks the
-// compressed package about them.
-func Detect(prefix []byte, size int64) (Format, string) {
+// Detect decides the format of r (size bytes) from its content, the one
+// way the module does it (every opener, the audit's directory walks, the
+// CLI): a zip archive, a safetensors header, a pickle's PROTO opcode, a tar
+// archive as Python's tarfile accepts one (what torch.load falls back to,
+// package torch/tarlist), a sharded model's index, or a compressed
+// container (asked of the decompressors registered with the root package,
+// safetensors.Container: their seek tables are at the end). It also
+// returns a plain-words hint when the content is not what a model file
+// should be (package internal/sniff). It reads the first PrefixSize bytes,
+// a tar header's extension blocks and a container's footer; only I/O
+// failures are errors.
+func Detect(r io.ReaderAt, size int64) (Format, string, error) {
+	prefix := make([]byte, min(max(size, 0), PrefixSize))
+	if n, err := r.ReadAt(prefix, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(prefix)) {
+		return Unknown, "", err
+	}
+	f, hint, _, err := detect(r, prefix, size)
+	return f, hint, err
+}
+
+// detect is Detect with the prefix already read; for a Compressed object
+// it also returns the decompressor that recognised it.
+func detect(r io.ReaderAt, prefix []byte, size int64) (Format, string, *safetensors.Decompressor, error) {
+	f, hint := detectPrefix(r, prefix, size)
+	if f == Unknown || f == Safetensors {
+		// a grouped container is a valid safetensors file; zstd and lz4
+		// frames are nothing recognisable by their first bytes
+		d, err := safetensors.Container(r, size)
+		if err != nil {
+			return Unknown, "", nil, err
+		}
+		if d != nil {
+			return Compressed, "", d, nil
+		}
+	}
+	return f, hint, nil, nil
+}
+
+func detectPrefix(r io.ReaderAt, prefix []byte, size int64) (Format, string) {
 	switch {
 	case size == 0:
 		return Unknown, sniff.Diagnose(prefix, size)
@@ -88,7 +126,9 @@ func Detect(prefix []byte, size int64) (Format, string) {
 		return Safetensors, ""
 	case len(prefix) >= 2 && prefix[0] == 0x80 && prefix[1] <= 5:
 		return TorchPickle, ""
-	case len(prefix) >= 262 && string(prefix[257:262]) == "ustar":
+	case tarlist.IsTar(r, size) && !allZero(prefix[:min(len(prefix), tarlist.BlockSize)]):
+		// an all-zero block is an empty archive to tarfile, and far more
+		// likely a download that never got its data: left to the hint
 		return TorchPickle, ""
 	case looksLikeIndex(prefix):
 		return Index, ""
@@ -116,6 +156,15 @@ func plausibleSafetensors(p []byte, size int64) bool {
 		return false
 	}
 	return false
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // looksLikeIndex: a JSON object that mentions "weight_map" early on.

@@ -70,6 +70,18 @@ func classify(o *Object, err error) error {
 	return err
 }
 
+// Explain returns a plain-words hint for err, an error a decoder gave
+// reading o as a safetensors file: what o's first bytes really are (a
+// page, a pointer, a checkpoint), or how much of a truncated file is
+// missing; "" when there is nothing to add. Errors from [Object.Model]
+// carry their hint already ([Hint]).
+func (o *Object) Explain(err error) string {
+	if o.r == nil {
+		return ""
+	}
+	return sniff.Explain(o, o.Size, err)
+}
+
 // Hint returns the plain-words hint err carries, or "".
 func Hint(err error) string {
 	var ce *ContentError

@@ -110,15 +110,18 @@ func (o *Object) model(ctx context.Context, c *config) (*Model, error) {
 		}
 		return m, nil
 	case Compressed:
-		ra, err := compressed.NewReaderAt(o, o.Size, compressed.WithName(o.Name))
+		// through the decompressor registered with the root package, as
+		// safetensors.Open would read it
+		ra, n, err := o.container.Open(o, o.Size, o.Name)
 		if err != nil {
 			return nil, classify(o, err)
 		}
-		r, err := safetensors.NewReader(ra, ra.Size(), safetensors.WithName(o.Name), safetensors.WithoutDecompression())
+		r, err := safetensors.NewReader(ra, n, safetensors.WithName(o.Name), safetensors.WithoutDecompression())
 		if err != nil {
 			return nil, classify(o, err)
 		}
-		m.Source, m.File, m.Compressed = r, r, ra
+		m.Source, m.File = r, r
+		m.Compressed, _ = ra.(*compressed.ReaderAt)
 		m.closers = append(m.closers, o)
 		return m, nil
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gosafetensors/safetensors/compressed"
+	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/rangeread"
 	"github.com/gosafetensors/safetensors/sharded"
 )
@@ -22,12 +22,15 @@ type Object struct {
 	Hint   string // plain words on what unrecognised content looks like
 	Prefix []byte // the first bytes (up to PrefixSize), as read at open
 
-	r       io.ReaderAt
-	file    *os.File           // a local file, for mapping
-	dir     *sharded.DirOpener // the directory a local file was opened through, if any
-	closer  io.Closer
-	sibling func(ctx context.Context, rel string) (*Object, error)
-	ioErr   ioErrBox
+	r      io.ReaderAt
+	file   *os.File           // a local file, for mapping
+	dir    *sharded.DirOpener // the directory a local file was opened through, if any
+	closer io.Closer
+	// container reads a Compressed object: the decompressor registered
+	// with the root package that recognised it
+	container *safetensors.Decompressor
+	sibling   func(ctx context.Context, rel string) (*Object, error)
+	ioErr     ioErrBox
 }
 
 // ReadAt reads from the object. The first failure is remembered, so that
@@ -152,15 +155,8 @@ func newObject(name string, r io.ReaderAt, size int64, closer io.Closer) (*Objec
 		return nil, &IOError{Location: name, Op: "read", Err: err}
 	}
 	o.Prefix = buf[:n]
-	o.Format, o.Hint = Detect(o.Prefix, size)
-	if o.Format == Unknown || o.Format == Safetensors {
-		cf, err := compressed.Detect(r, size)
-		if err != nil {
-			return nil, &IOError{Location: name, Op: "read", Err: err}
-		}
-		if cf != compressed.None {
-			o.Format, o.Hint = Compressed, ""
-		}
+	if o.Format, o.Hint, o.container, err = detect(r, o.Prefix, size); err != nil {
+		return nil, &IOError{Location: name, Op: "read", Err: err}
 	}
 	return o, nil
 }

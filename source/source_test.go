@@ -1,6 +1,8 @@
 package source
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/compressed"
 )
 
 var ctx = context.Background()
@@ -184,7 +187,47 @@ func TestDetectSafetensorsThatStartsLikeAPickle(t *testing.T) {
 	p := make([]byte, 8+0x380)
 	p[0], p[1] = 0x80, 0x03
 	p[8] = '{'
-	if f, _ := Detect(p, int64(len(p))); f != Safetensors {
+	if f, _, err := Detect(bytes.NewReader(p), int64(len(p))); err != nil || f != Safetensors {
 		t.Fatalf("format %v", f)
+	}
+}
+
+// Detection is one path: a tar is what Python's tarfile accepts (the
+// check torch.load makes, torch/tarlist), not any file with "ustar" at
+// byte 257; a compressed container is what the decompressors registered
+// with the root package recognise.
+func TestDetectOnePath(t *testing.T) {
+	var tarBuf bytes.Buffer
+	tw := tar.NewWriter(&tarBuf)
+	tw.WriteHeader(&tar.Header{Name: "pickle", Mode: 0o644, Size: 3, Format: tar.FormatUSTAR})
+	tw.Write([]byte("abc"))
+	tw.Close()
+	fake := make([]byte, 1024)
+	copy(fake[257:], "ustar")
+	copy(fake, "hello world, this is a text file, not an archive")
+
+	src, err := os.ReadFile("../testdata/torch/tiny_transformer.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zst bytes.Buffer
+	if _, err := compressed.Compress(ctx, &zst, bytes.NewReader(src), int64(len(src))); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		b    []byte
+		want Format
+	}{
+		"tar":         {tarBuf.Bytes(), TorchPickle},
+		"ustar text":  {fake, Unknown},
+		"zeros":       {make([]byte, 2048), Unknown},
+		"zstd":        {zst.Bytes(), Compressed},
+		"safetensors": {src, Safetensors},
+		"empty":       {nil, Unknown},
+	} {
+		f, _, err := Detect(bytes.NewReader(c.b), int64(len(c.b)))
+		if err != nil || f != c.want {
+			t.Errorf("%s: %v, %v; want %v", name, f, err, c.want)
+		}
 	}
 }

@@ -247,10 +247,3 @@ func errMsg(err error) string {
 	}
 	return err.Error()
 }
-
-// IsTar reports whether torch.load would open r (size bytes) as a tar
-// archive, the legacy tar checkpoint format, by Python's tarfile rules. A
-// file that is not a zip, whose first bytes cannot form a pickle torch would
-// act on (a safetensors file, a compressed container) can still carry code
-// this way; Scan then reads every member torch would unpickle.
-func IsTar(r io.ReaderAt, size int64) bool { return tarlist.IsTar(r, size) }
