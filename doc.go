@@ -17,4 +17,10 @@
 // [NewReader] for any [io.ReaderAt] (tensors are read on demand). [ReadHeader]
 // parses only the header. [NewWriter], [WriteFile] and [Marshal] produce files
 // byte-identical to the reference writer.
+//
+// This package reads one safetensors file that you know is one. For a
+// sharded model use package sharded; for whatever a user names (a
+// directory, a URL, hf://ORG/REPO, a bucket, a PyTorch checkpoint, with the
+// format decided by content) use source.OpenModel; the source package's
+// documentation compares the four openers.
 package safetensors

@@ -37,4 +37,10 @@
 //
 // Object storage (s3://, gs://, azblob://) lives in the blobstore
 // subpackage, so that importing this package compiles no cloud SDK.
+//
+// A [File] is bytes: read a safetensors file from it with
+// safetensors.NewReader(f, f.Size()). To open a location a user gives
+// (hf://ORG/REPO, a URL, a sharded or PyTorch model) with the format
+// decided by content, use source.OpenModel, which reads through this
+// package; the source package's documentation compares the openers.
 package remote

@@ -10,6 +10,12 @@
 // shards or as one file, streaming, verified and atomic. [Index] reads,
 // validates and writes the index file byte for byte as Hugging Face does.
 //
+// This package reads safetensors shards, locally ([Open]) or through any
+// [Opener]. A model a user names (a Hub repository, a URL, a sharded
+// PyTorch checkpoint, pytorch_model.bin.index.json) is opened with
+// source.OpenModel, which hands its safetensors shards to this package; the
+// source package's documentation compares the openers.
+//
 // Everything an index or a shard says is treated as hostile: shard names
 // must be plain file names in the model's directory, and a tensor missing
 // from its shard, claimed by two shards or left out of the weight_map is an
