@@ -104,7 +104,7 @@ func TestDigestMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	shard := "/model-00002-of-00003.safetensors"
-	h := startHub(t, files, pacedserver.Config{}, flipCDN(files, shard, 70_000))
+	h := startHub(t, files, pacedserver.Config{}, flipCDN(shard, 70_000))
 	cache := t.TempDir()
 	_, err = Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, 4)), WithCacheDir(cache), WithConcurrency(4), WithChunkSize(64<<10))
 	var de *DigestError

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -152,7 +151,7 @@ func (f flipped) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // flipCDN makes the CDN serve the LFS file path with a byte flipped.
-func flipCDN(h map[string]pacedserver.File, path string, at int64) func(map[string]pacedserver.File) {
+func flipCDN(path string, at int64) func(map[string]pacedserver.File) {
 	return func(served map[string]pacedserver.File) {
 		loc := served["/"+testRepo+"/resolve/main"+path].Redirect
 		f := served[loc]
@@ -161,4 +160,3 @@ func flipCDN(h map[string]pacedserver.File, path string, at int64) func(map[stri
 	}
 }
 
-var _ = http.StatusOK
