@@ -522,7 +522,7 @@ func (t *target) commit() (int64, error) {
 	for _, s := range spans {
 		t.durable.add(s.Off, s.End)
 	}
-	if t.j.records+len(spans) > compactAfter {
+	if t.j.records+len(spans) > compactAfter && len(t.durable.s) < compactAfter/2 {
 		j, err := createJournal(t.journalPath(), t.Object, t.Size, t.durable.s)
 		if err != nil {
 			return n, err
