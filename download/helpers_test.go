@@ -159,4 +159,3 @@ func flipCDN(path string, at int64) func(map[string]pacedserver.File) {
 		served[loc] = f
 	}
 }
-
