@@ -166,11 +166,13 @@ func openHTTP(ctx context.Context, loc string, c *config) (*Object, error) {
 	return o, nil
 }
 
-var (
-	defaultHubOnce sync.Once
-	defaultHub     *remote.Hub
-	defaultHubErr  error
-)
+// hubEnv are the variables a Hub made from the environment reads.
+var hubEnv = []string{"HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HOME", "XDG_CACHE_HOME", "HF_HUB_OFFLINE"}
+
+// defaultHubs are the Hubs made from the environment, one per distinct
+// environment: every location opened under one shares its concurrency
+// bound and traffic counters, and a changed environment is seen.
+var defaultHubs sync.Map // env snapshot -> *remote.Hub
 
 func hubFor(c *config) (*remote.Hub, error) {
 	if c.hub != nil {
@@ -179,8 +181,20 @@ func hubFor(c *config) (*remote.Hub, error) {
 	if len(c.remote) > 0 {
 		return remote.NewHub(c.remote...)
 	}
-	defaultHubOnce.Do(func() { defaultHub, defaultHubErr = remote.NewHub() })
-	return defaultHub, defaultHubErr
+	var key strings.Builder
+	for _, k := range hubEnv {
+		key.WriteString(os.Getenv(k))
+		key.WriteByte(0)
+	}
+	if h, ok := defaultHubs.Load(key.String()); ok {
+		return h.(*remote.Hub), nil
+	}
+	h, err := remote.NewHub()
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := defaultHubs.LoadOrStore(key.String(), h)
+	return actual.(*remote.Hub), nil
 }
 
 func openHub(ctx context.Context, loc string, c *config) (*Object, error) {

@@ -120,3 +120,16 @@ func TestDiagnosisFirst(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint named .safetensors is read by its content, clean or not,
+// and inspect and scan say the name is wrong.
+func TestNameMismatchWarned(t *testing.T) {
+	lie := filepath.Join(t.TempDir(), "model.safetensors")
+	copyTestFile(t, torchDir+"tiny_transformer.bin", lie)
+	for _, args := range [][]string{{"inspect", lie}, {"scan", lie}} {
+		code, out, errOut := runCLI(t, args...)
+		if code != 0 || !strings.Contains(out, "the name says safetensors, but this is a PyTorch checkpoint (zip)") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosafetensors/safetensors/audit"
+	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
 )
 
@@ -226,4 +227,15 @@ func printScan(w io.Writer, r *audit.ScanReport) {
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "  %-11s %s\n", "problem", display(p))
 	}
+	if warn := source.NameMismatch(r.Path, sourceFormat[r.Format]); warn != "" {
+		fmt.Fprintf(w, "  %-11s %s\n", p.paint(colorWarn, "warning"), warn)
+	}
+}
+
+// sourceFormat is the opener's name for a format scan found, for
+// source.NameMismatch.
+var sourceFormat = map[audit.Format]source.Format{
+	audit.FormatSafetensors: source.Safetensors, audit.FormatCompressed: source.Compressed,
+	audit.FormatZip: source.TorchZip, audit.FormatLegacy: source.TorchPickle, audit.FormatTar: source.TorchPickle,
+	audit.FormatPickle: source.TorchPickle, audit.FormatIndex: source.Index,
 }
