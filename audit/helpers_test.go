@@ -1,21 +1,16 @@
 package audit_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gosafetensors/safetensors/audit"
+	"github.com/gosafetensors/safetensors/internal/hubtest"
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/sharded"
 	"github.com/gosafetensors/safetensors/source"
@@ -78,57 +73,12 @@ func safetensorsModel(t testing.TB) (string, []string) {
 	return dir, shards
 }
 
-// hubServer is shaped like the Hub: /ORG/REPO/resolve/REV/FILE answers with
-// the file of dir and X-Repo-Commit, ETags and ranges (http.ServeContent),
-// X-Error-Code EntryNotFound for a missing file.
-type hubServer struct {
-	*httptest.Server
-	mu   sync.Mutex
-	revs map[string]int
-}
+const hubCommit = hubtest.Commit
 
-const hubCommit = "0123456789abcdef0123456789abcdef01234567"
-
-func serveHub(t testing.TB, dir string) (*hubServer, *remote.Hub) {
-	h := &hubServer{revs: map[string]int{}}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rev, ok := strings.CutPrefix(r.URL.Path, "/api/models/org/model/revision/"); ok {
-			// the Hub's model-info API: the commit and every file
-			h.mu.Lock()
-			h.revs[rev]++
-			h.mu.Unlock()
-			var sibs []map[string]string
-			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					rel, _ := filepath.Rel(dir, p)
-					sibs = append(sibs, map[string]string{"rfilename": filepath.ToSlash(rel)})
-				}
-				return nil
-			})
-			json.NewEncoder(w).Encode(map[string]any{"sha": hubCommit, "siblings": sibs})
-			return
-		}
-		rest, ok := strings.CutPrefix(r.URL.Path, "/org/model/resolve/")
-		rev, file, _ := strings.Cut(rest, "/")
-		if !ok || (rev != "main" && rev != hubCommit) {
-			w.Header().Set("X-Error-Code", "RepoNotFound")
-			http.Error(w, "not found", http.StatusNotFound)
-			return
-		}
-		h.mu.Lock()
-		h.revs[rev]++
-		h.mu.Unlock()
-		w.Header().Set("X-Repo-Commit", hubCommit)
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
-		if err != nil {
-			w.Header().Set("X-Error-Code", "EntryNotFound")
-			http.Error(w, "no such file", http.StatusNotFound)
-			return
-		}
-		w.Header().Set("ETag", `"`+file+`"`)
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
-	}))
-	t.Cleanup(h.Close)
+// serveHub serves dir as the Hub repository org/model on loopback, and a
+// Hub client for it.
+func serveHub(t testing.TB, dir string) (*hubtest.Server, *remote.Hub) {
+	h := hubtest.Serve(t, dir)
 	hub, err := remote.NewHub(remote.WithEndpoint(h.URL), remote.WithToken(""), remote.WithOffline(false))
 	if err != nil {
 		t.Fatal(err)

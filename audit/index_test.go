@@ -61,10 +61,8 @@ func TestScanIndexScansShards(t *testing.T) {
 	}
 	// every shard of the Hub repository was read at the commit the index
 	// was read at, not at the branch
-	stHubSrv.mu.Lock()
-	defer stHubSrv.mu.Unlock()
-	if stHubSrv.revs["main"] != 1 || stHubSrv.revs[hubCommit] < len(stShards) {
-		t.Errorf("Hub requests by revision %v: want the index at main once, each shard at the commit", stHubSrv.revs)
+	if revs := stHubSrv.Requests(); revs["main"] != 1 || revs[hubCommit] < len(stShards) {
+		t.Errorf("Hub requests by revision %v: want the index at main once, each shard at the commit", revs)
 	}
 }
 

@@ -133,8 +133,8 @@ func TestShardedCheckpoint(t *testing.T) {
 	}
 	checkShardedBin(t, "hf://org/model", m)
 	m.Close()
-	if hub.api != 1 {
-		t.Errorf("the Hub's file list was asked %d times, want once", hub.api)
+	if n := hub.APIRequests(); n != 1 {
+		t.Errorf("the Hub's file list was asked %d times, want once", n)
 	}
 }
 

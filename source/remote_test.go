@@ -246,7 +246,6 @@ func TestHubRepoModel(t *testing.T) {
 	m0.Close()
 	shards, _ := filepath.Glob(filepath.Join(dir, "model-*.safetensors"))
 	srv := serveHub(t, dir)
-	revs := srv.revs
 	hub, err := remote.NewHub(remote.WithEndpoint(srv.URL), remote.WithToken(""))
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +258,7 @@ func TestHubRepoModel(t *testing.T) {
 	if m.Sharded == nil || len(m.Names()) != 35 {
 		t.Fatalf("hf://org/model: %v tensors", len(m.Names()))
 	}
-	if revs["main"] != 1 || revs[hubCommit] != len(shards)+1 {
+	if revs := srv.Requests(); revs["main"] != 1 || revs[hubCommit] != len(shards)+1 {
 		t.Fatalf("requests by revision %v: want the file list at main once, then the index and %d shards at the commit", revs, len(shards))
 	}
 	if _, err := OpenModel(context.Background(), "hf://org/nope", WithHub(hub)); err == nil || !IsIOError(err) {

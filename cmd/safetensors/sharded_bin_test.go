@@ -1,49 +1,13 @@
 package main
 
 import (
-	"encoding/json"
-	"io/fs"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// serveHubDir serves dir as the Hub repository org/model on loopback: the
-// model-info API lists its files, /resolve/ serves them with the commit.
-func serveHubDir(t *testing.T, dir string) *httptest.Server {
-	t.Helper()
-	const commit = "0123456789abcdef0123456789abcdef01234567"
-	files := withETag(dir)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/api/models/org/model/revision/") {
-			var sibs []map[string]string
-			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					rel, _ := filepath.Rel(dir, p)
-					sibs = append(sibs, map[string]string{"rfilename": filepath.ToSlash(rel)})
-				}
-				return nil
-			})
-			json.NewEncoder(w).Encode(map[string]any{"sha": commit, "siblings": sibs})
-			return
-		}
-		rest, ok := strings.CutPrefix(r.URL.Path, "/org/model/resolve/")
-		_, file, _ := strings.Cut(rest, "/")
-		if _, err := os.Stat(filepath.Join(dir, file)); !ok || err != nil {
-			w.Header().Set("X-Error-Code", "EntryNotFound")
-			http.Error(w, "no such file", http.StatusNotFound)
-			return
-		}
-		w.Header().Set("X-Repo-Commit", commit)
-		r.URL.Path = "/" + file
-		files.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
+	"github.com/gosafetensors/safetensors/internal/hubtest"
+)
 
 // The most common layout of older Hub models, a sharded PyTorch checkpoint
 // (pytorch_model-0000N-of-0000M.bin and pytorch_model.bin.index.json, as
@@ -58,7 +22,7 @@ func TestShardedCheckpointEverywhere(t *testing.T) {
 			copyTestFile(t, torchDir+"sharded_bin/"+e.Name(), filepath.Join(dir, e.Name()))
 		}
 	}
-	srv := serveHubDir(t, dir)
+	srv := hubtest.Serve(t, dir)
 	t.Setenv("HF_ENDPOINT", srv.URL)
 	t.Setenv("HF_TOKEN", "")
 	t.Setenv("HF_HOME", t.TempDir())
@@ -91,7 +55,7 @@ func TestShardedCheckpointEverywhere(t *testing.T) {
 	// a repository with only pytorch_model.bin
 	one := t.TempDir()
 	copyTestFile(t, torchDir+"tiny_transformer.bin", filepath.Join(one, "pytorch_model.bin"))
-	srv1 := serveHubDir(t, one)
+	srv1 := hubtest.Serve(t, one)
 	t.Setenv("HF_ENDPOINT", srv1.URL)
 	for _, loc := range []string{one, "hf://org/model"} {
 		if code, out, errOut := runCLI(t, "inspect", loc); code != 0 || !strings.Contains(out, "PyTorch checkpoint (zip)") {
