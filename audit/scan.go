@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
 	"github.com/gosafetensors/safetensors/torch/tarlist"
@@ -30,8 +31,11 @@ type ScanReport struct {
 	// Error says why the file could not be checked; set only with verdict
 	// Error.
 	Error string `json:"error,omitempty"`
-	// Err is the error behind Error, for errors.Is and errors.As.
+	// Err is the error behind Error, for errors.Is and errors.As (its
+	// message is Error's).
 	Err error `json:"-"`
+
+	loc string // the location as given, secrets and all
 }
 
 // Global is one global a pickle references. Offset is the opcode's byte
@@ -58,23 +62,28 @@ type Opcode struct {
 	Target string `json:"target,omitempty"`
 }
 
+// newScanReport starts the report on loc, whose path shows no secret
+// (internal/redact: a URL's userinfo and secret query values).
 func newScanReport(loc string) *ScanReport {
-	return &ScanReport{Path: loc, Format: FormatUnknown, Globals: []Global{}, DangerousOpcodes: []Opcode{}, Problems: []string{}}
+	return &ScanReport{Path: redact.Location(loc), Format: FormatUnknown, Globals: []Global{}, DangerousOpcodes: []Opcode{}, Problems: []string{}, loc: loc}
 }
 
-// fail makes r an error report.
 // problemLines spells an error as problems, one line each: a diagnosis
-// (source.Hint) first, then the error without it.
-func problemLines(err error) []string {
+// (source.Hint) first, then the error without it; URLs as Path shows
+// them.
+func (r *ScanReport) problemLines(err error) []string {
 	var ce *source.ContentError
 	if errors.As(err, &ce) && ce.Hint != "" {
-		return []string{"hint: " + ce.Hint, ce.Detail()}
+		return []string{"hint: " + ce.Hint, redact.Message(ce.Detail(), r.loc)}
 	}
-	return []string{err.Error()}
+	return []string{redact.Message(err.Error(), r.loc)}
 }
 
+// fail makes r an error report; the message names the location as Path
+// does and shows no secret of any URL in it.
 func (r *ScanReport) fail(err error) *ScanReport {
-	r.Verdict, r.Error, r.Err = Error, err.Error(), err
+	r.Err = redact.Error(err, r.loc)
+	r.Verdict, r.Error = Error, r.Err.Error()
 	return r
 }
 
@@ -164,6 +173,7 @@ func ScanReader(ctx context.Context, name string, r io.ReaderAt, size int64, opt
 // which torch.load cannot run: it is checked to be a valid index.
 func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *ScanReport {
 	r := newScanReport(loc)
+	loc = r.Path // as messages name it
 	if o.Format == source.Directory {
 		return r.fail(&source.IOError{Location: loc, Op: "open", Err: fmt.Errorf("%s: is a directory", loc)})
 	}
@@ -177,7 +187,7 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 			if source.IsIOError(err) {
 				return r.fail(err)
 			}
-			r.Problems = append(r.Problems, err.Error())
+			r.Problems = append(r.Problems, r.problemLines(err)...)
 		}
 		rep = &torch.ScanReport{}
 	case source.Safetensors, source.Compressed:
@@ -192,7 +202,7 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 			return r.fail(err)
 		} else {
 			modelErr = err
-			r.Problems = append(r.Problems, problemLines(err)...)
+			r.Problems = append(r.Problems, r.problemLines(err)...)
 		}
 		// torch.load reads such a file only if it is also a tar archive
 		// (the first bytes of a safetensors file or a zstd/lz4 container

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/fault"
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/internal/units"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/stats"
@@ -38,8 +39,11 @@ type ValidateReport struct {
 	TensorCount *int     `json:"tensor_count"` // when valid
 	DataBytes   *int64   `json:"data_bytes"`   // size of the data section, when valid
 	Warnings    []string `json:"warnings"`     // [] when none; with WithFull, NaN/Inf counts
-	// Err is the error behind Error, for errors.Is and errors.As.
+	// Err is the error behind Error, for errors.Is and errors.As (its
+	// message is Error's).
 	Err error `json:"-"`
+
+	loc string // the location as given, secrets and all
 }
 
 // Validate checks the safetensors files and sharded models of loc (see
@@ -83,8 +87,10 @@ func ValidateTarget(ctx context.Context, t Target, opts ...Option) *ValidateRepo
 	return c.validateTarget(ctx, &t)
 }
 
+// newValidateReport starts the report on loc, whose name shows no secret
+// (internal/redact).
 func newValidateReport(loc string) *ValidateReport {
-	return &ValidateReport{File: loc, Warnings: []string{}}
+	return &ValidateReport{File: redact.Location(loc), Warnings: []string{}, loc: loc}
 }
 
 func (c *config) validateTarget(ctx context.Context, t *Target) *ValidateReport {
@@ -196,8 +202,8 @@ func (r *ValidateReport) setError(err error) *ValidateReport {
 	if source.IsIOError(err) {
 		return r.unreadable(err)
 	}
-	r.Status, r.Err = StatusInvalid, err
-	r.Error = ptr(err.Error())
+	r.Status, r.Err = StatusInvalid, redact.Error(err, r.loc)
+	r.Error = ptr(r.Err.Error())
 	var fe *safetensors.FormatError
 	if errors.As(err, &fe) {
 		if v := fe.Variant(); v != "" {
@@ -214,7 +220,7 @@ func (r *ValidateReport) setError(err error) *ValidateReport {
 		r.Hint = ptr(h)
 		var ce *source.ContentError
 		if errors.As(err, &ce) {
-			r.Error = ptr(ce.Detail())
+			r.Error = ptr(redact.Message(ce.Detail(), r.loc))
 		}
 	}
 	return r
@@ -222,11 +228,11 @@ func (r *ValidateReport) setError(err error) *ValidateReport {
 
 // unreadable records an error that kept the file from being checked.
 func (r *ValidateReport) unreadable(err error) *ValidateReport {
-	r.Status, r.Valid, r.Err = Unreadable, false, err
-	msg := err.Error()
+	r.Status, r.Valid, r.Err = Unreadable, false, redact.Error(err, r.loc)
+	msg := r.Err.Error()
 	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Path == r.File {
-		msg = r.File + ": " + pe.Err.Error()
+	if errors.As(err, &pe) && pe.Path == r.loc {
+		msg = redact.Message(r.File+": "+pe.Err.Error(), r.loc)
 	}
 	r.Error = ptr(msg)
 	if r.Warnings == nil {

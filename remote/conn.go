@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	redactpkg "github.com/gosafetensors/safetensors/internal/redact"
 )
 
 // Stats counts the HTTP traffic of a File (or of all files of a Hub).
@@ -352,18 +354,6 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// redact returns u without credentials, query or fragment, for messages.
-func redact(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	v := *u
-	v.User = nil
-	if v.RawQuery != "" {
-		v.RawQuery = ""
-		v.ForceQuery = false
-		return v.String() + "?…"
-	}
-	v.Fragment, v.RawFragment = "", ""
-	return v.String()
-}
+// redact returns u as messages show it (internal/redact: no
+// credentials, no secret query values).
+func redact(u *url.URL) string { return redactpkg.URL(u) }

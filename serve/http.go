@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gosafetensors/safetensors/internal/redact"
 )
 
 // routes builds the mux: every endpoint but /healthz and /login behind the
@@ -89,7 +91,7 @@ func (s *Server) wrap(endpoint string, auth bool, h http.HandlerFunc) http.Handl
 			attrs := []any{"method", r.Method, "endpoint", endpoint, "status", w.status,
 				"duration_ms", d.Milliseconds(), "bytes_out", w.n, "remote", r.RemoteAddr}
 			if loc := r.URL.Query().Get("location"); loc != "" {
-				attrs = append(attrs, "location", redactLocation(loc))
+				attrs = append(attrs, "location", redact.Location(loc))
 			}
 			if r.ContentLength > 0 {
 				attrs = append(attrs, "bytes_in", r.ContentLength)
@@ -151,7 +153,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, reason s
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	enc.Encode(errorBody{Error: err.Error()})
+	enc.Encode(errorBody{Error: redact.Message(err.Error(), r.URL.Query().Get("location"))})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gosafetensors/safetensors/audit"
 	"github.com/gosafetensors/safetensors/inspect"
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/source"
 )
@@ -87,7 +88,7 @@ func (s *Server) describe(ctx context.Context, q *request) (*inspect.Report, *in
 	}
 	defer m.Close()
 	d := inspect.Describe(m)
-	name := q.location
+	name := redact.Location(q.location)
 	if q.file != nil {
 		name = q.name
 	}

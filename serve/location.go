@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/source"
 )
 
@@ -112,7 +113,7 @@ func globPath(pat, segs []string) bool {
 // resolve after the check, backslashes, control characters.
 func checkSpelling(loc string) (*url.URL, error) {
 	bad := func(why string) (*url.URL, error) {
-		return nil, fmt.Errorf("%w: %s: %s", ErrForbiddenLocation, redactLocation(loc), why)
+		return nil, fmt.Errorf("%w: %s: %s", ErrForbiddenLocation, redact.Location(loc), why)
 	}
 	if strings.ContainsFunc(loc, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
 		return bad("control characters or backslashes")
@@ -174,7 +175,7 @@ func (lp *locationPolicy) check(loc string) error {
 	if source.KindOf(loc) == source.LocalPath {
 		switch {
 		case strings.Contains(loc, "://"):
-			return fmt.Errorf("%w: %s: scheme not supported", ErrForbiddenLocation, redactLocation(loc))
+			return fmt.Errorf("%w: %s: scheme not supported", ErrForbiddenLocation, redact.Location(loc))
 		case !lp.root:
 			return fmt.Errorf("%w: %s: a local path, and the service has no --root", ErrForbiddenLocation, loc)
 		case strings.HasPrefix(loc, "/"):
@@ -191,24 +192,5 @@ func (lp *locationPolicy) check(loc string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s matches no --allow-location pattern", ErrForbiddenLocation, redactLocation(loc))
-}
-
-// redactLocation spells a location for logs and errors: no credentials,
-// no query values (signed URLs and bucket options may carry secrets).
-func redactLocation(loc string) string {
-	u, err := url.Parse(loc)
-	if err != nil || u.Scheme == "" {
-		if i := strings.IndexAny(loc, "?#"); i >= 0 {
-			return loc[:i] + "?…"
-		}
-		return loc
-	}
-	u.User = nil
-	q := u.RawQuery != "" || u.ForceQuery
-	u.RawQuery, u.Fragment, u.ForceQuery = "", "", false
-	if q {
-		return u.String() + "?…"
-	}
-	return u.String()
+	return fmt.Errorf("%w: %s matches no --allow-location pattern", ErrForbiddenLocation, redact.Location(loc))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/audit"
 	"github.com/gosafetensors/safetensors/inspect"
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/internal/units"
 )
 
@@ -82,7 +83,10 @@ type pageScan struct {
 // a multipart upload (field "file").
 func (s *Server) viewer(w http.ResponseWriter, r *http.Request) {
 	var q *request
-	p := &page{Location: r.URL.Query().Get("location")}
+	// what the page shows of the location has no secrets (the form is
+	// filled with it too: a signed URL must be given again)
+	loc := r.URL.Query().Get("location")
+	p := &page{Location: redact.Location(loc)}
 	status := http.StatusOK
 	switch {
 	case r.Method == http.MethodPost:
@@ -95,14 +99,14 @@ func (s *Server) viewer(w http.ResponseWriter, r *http.Request) {
 		}
 		defer q.close()
 		p.Name = q.name
-	case p.Location != "":
-		if err := s.locs.check(p.Location); err != nil {
+	case loc != "":
+		if err := s.locs.check(loc); err != nil {
 			s.m.rejections.WithLabelValues("forbidden").Inc()
-			p.Err = err.Error()
+			p.Err = redact.Message(err.Error(), loc)
 			s.render(w, http.StatusForbidden, p)
 			return
 		}
-		q = &request{location: p.Location}
+		q = &request{location: loc}
 		p.Name = p.Location
 	default:
 		s.render(w, http.StatusOK, p)
@@ -122,7 +126,7 @@ func (s *Server) viewer(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.limits.AuditTimeout)
 	defer cancel()
 	if rep, d, err := s.describe(ctx, q); err != nil {
-		p.InspectErr = err.Error()
+		p.InspectErr = redact.Message(err.Error(), loc)
 	} else {
 		p.Model = pageModelOf(rep, d.Tensors)
 	}

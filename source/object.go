@@ -10,6 +10,7 @@ import (
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/rangeread"
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/sharded"
 )
 
@@ -172,8 +173,8 @@ type IOError struct {
 
 func (e *IOError) Error() string {
 	msg := e.Err.Error()
-	if strings.Contains(msg, e.Location) {
-		return msg
+	if strings.Contains(msg, e.Location) || strings.Contains(msg, redact.Location(e.Location)) {
+		return msg // the cause names it (as messages show it)
 	}
 	return e.Location + ": " + msg
 }

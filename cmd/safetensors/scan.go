@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosafetensors/safetensors/audit"
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
 )
@@ -119,7 +120,7 @@ func runScan(cmd *cobra.Command, stdout, stderr io.Writer, locs []string, fl sca
 			}
 		}
 		if n == 0 {
-			fmt.Fprintf(stderr, "note: %s: no checkpoint, pickle or safetensors file found\n", loc)
+			fmt.Fprintf(stderr, "note: %s: no checkpoint, pickle or safetensors file found\n", redact.Location(loc))
 		}
 		total += n
 	}

@@ -42,9 +42,9 @@ import (
 	"fmt"
 	"net/url"
 	"path"
-	"regexp"
 	"strings"
 
+	redactpkg "github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/remote/blobstore/internal/driver"
 )
@@ -155,63 +155,19 @@ func escapePath(p string) string {
 	return b.String()
 }
 
-// redact drops the userinfo and the query (it holds endpoints and, for some
-// drivers, secrets such as SAS tokens) for messages.
-func redact(u *url.URL) string {
-	v := *u
-	v.User = nil
-	q := v.RawQuery != "" || v.ForceQuery
-	v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = "", false, "", ""
-	if q {
-		return v.String() + "?…"
-	}
-	return v.String()
-}
+// redact, redactString and redactText name URLs in messages as every
+// message of the module does (internal/redact): no userinfo, no secret
+// query values; URLs quoted in an SDK's error lose any query with a
+// secret.
+func redact(u *url.URL) string { return redactpkg.URL(u) }
 
-func redactString(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	return redact(u)
-}
+func redactString(s string) string { return redactpkg.Location(s) }
 
-// urlQuery matches the query (and userinfo-free tail) of a URL inside an
-// error message: SDK and net/http errors quote the request URL, whose query
-// may carry a signature, a SAS token or an access key.
-var (
-	urlQuery    = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'?]*)\?[^\s"']*`)
-	urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^\s"'/@]*@`)
-)
+func redactText(s string) string { return redactpkg.Text(s) }
 
-// redactText removes URL queries and userinfo from a message.
-func redactText(s string) string {
-	s = urlUserinfo.ReplaceAllString(s, "$1")
-	return urlQuery.ReplaceAllString(s, "$1?…")
-}
-
-// redactedError is an error whose message has URL queries and userinfo
-// removed; errors.Is and errors.As still see the original.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// sanitize wraps a driver's error so that its message carries no URL query
-// nor credentials.
-func sanitize(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if r := redactText(msg); r != msg {
-		return &redactedError{msg: r, err: err}
-	}
-	return err
-}
+// sanitize wraps a driver's error so that its message carries no secret of
+// a URL; errors.Is and errors.As still see the original.
+func sanitize(err error) error { return redactpkg.Error(err, "") }
 
 // openDriver opens the bucket at bucketURL with the driver of its scheme.
 func openDriver(ctx context.Context, bucketURL string, cfg config) (driver.Bucket, error) {
