@@ -279,3 +279,40 @@ func TestNameMismatch(t *testing.T) {
 		}
 	}
 }
+
+// A Hub folder (hf://ORG/REPO/FOLDER, or WithSubfolder) is chosen from the
+// files directly in it.
+func TestHubFolder(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "sub", "deeper"), 0o755)
+	copyFile(t, "../testdata/torch/tiny_transformer.bin", filepath.Join(dir, "sub", CheckpointFile))
+	copyFile(t, "../testdata/torch/tiny_transformer.safetensors", filepath.Join(dir, "sub", "deeper", SafetensorsFile))
+	copyFile(t, "../testdata/torch/tiny_transformer.safetensors", filepath.Join(dir, SafetensorsFile))
+	h := serveHub(t, dir)
+	hub, err := remote.NewHub(remote.WithEndpoint(h.URL), remote.WithToken(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		loc        string
+		opts       []Option
+		checkpoint bool
+	}{
+		{"hf://org/model", nil, false},
+		{"hf://org/model/sub", nil, true},
+		{"hf://org/model", []Option{WithSubfolder("sub")}, true},
+		{"hf://org/model/sub/deeper", nil, false},
+	} {
+		m, err := OpenModel(ctx, c.loc, append(c.opts, WithHub(hub))...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.loc, err)
+		}
+		if (m.Checkpoint != nil) != c.checkpoint {
+			t.Errorf("%s %v: checkpoint %v, want %v", c.loc, c.opts, m.Checkpoint != nil, c.checkpoint)
+		}
+		m.Close()
+	}
+	if _, err := OpenModel(ctx, "hf://org/model/nothing", WithHub(hub)); !errors.Is(err, ErrNoModel) {
+		t.Errorf("an empty folder: %v", err)
+	}
+}
