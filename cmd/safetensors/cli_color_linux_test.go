@@ -129,7 +129,7 @@ func TestInterruptClearsProgressLine(t *testing.T) {
 	}
 	bin, in := bigCheckpoint(t)
 	m, s := openPTY(t)
-	cmd := exec.Command(bin, "convert", in, filepath.Join(filepath.Dir(in), "out.safetensors"))
+	cmd := exec.Command(bin, "convert", in, filepath.Join(t.TempDir(), "out.safetensors"))
 	cmd.Stderr, cmd.Stdout = s, s
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm")
 	if err := cmd.Start(); err != nil {

@@ -4,12 +4,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +26,7 @@ func TestInterruptedConvertLeavesNothing(t *testing.T) {
 		t.Skip("builds the CLI and writes 384 MiB")
 	}
 	bin, in := bigCheckpoint(t)
-	dir := filepath.Dir(in)
+	dir := t.TempDir() // outputs here, the input is shared
 	for _, sig := range []struct {
 		s    syscall.Signal
 		code int
@@ -73,13 +75,31 @@ func hasTemp(t *testing.T, dir string) bool {
 }
 
 // bigCheckpoint builds the CLI and a 384 MiB checkpoint, long enough to
-// convert that a signal comes in the middle.
+// convert that a signal comes in the middle; once per test binary, in a
+// directory TestMain removes.
 func bigCheckpoint(t *testing.T) (bin, in string) {
 	t.Helper()
-	dir := t.TempDir()
-	bin = filepath.Join(dir, "safetensors")
+	bigOnce.Do(func() { bigBin, bigIn, bigErr = makeBigCheckpoint() })
+	if bigErr != nil {
+		t.Fatal(bigErr)
+	}
+	return bigBin, bigIn
+}
+
+var (
+	bigOnce       sync.Once
+	bigDir        string
+	bigBin, bigIn string
+	bigErr        error
+)
+
+func makeBigCheckpoint() (bin, in string, err error) {
+	if bigDir, err = os.MkdirTemp("", "safetensors-signal-"); err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(bigDir, "safetensors")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		return "", "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	const size = 64 << 20
 	var tensors []torchtest.Tensor
@@ -95,9 +115,14 @@ func bigCheckpoint(t *testing.T) (bin, in string) {
 				return nil
 			}})
 	}
-	in = filepath.Join(dir, "big.bin")
-	if err := torchtest.WriteFile(in, tensors, torchtest.Options{}); err != nil {
-		t.Fatal(err)
+	in = filepath.Join(bigDir, "big.bin")
+	return bin, in, torchtest.WriteFile(in, tensors, torchtest.Options{})
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		os.RemoveAll(bigDir)
 	}
-	return bin, in
+	os.Exit(code)
 }
