@@ -48,7 +48,7 @@ not be read or a name is not in it.`,
 	return cmd
 }
 
-// statsJSON is one element of stats --json (docs/json-stats.md):
+// statsJSON is one element of stats --json (docs/json.md):
 //
 //	{"name": string, "dtype": string, "shape": [int], "count": int,
 //	 "decoded": bool, "min", "max", "mean", "std": number, "inf", "-inf" or
