@@ -19,7 +19,8 @@ import (
 var ErrOption = safetensors.ErrOption
 
 // Limits bound what one request and the whole service may cost. Start from
-// [DefaultLimits] and change what you need; every field must be positive.
+// [DefaultLimits] and change what you need; every field must be positive
+// but DrainDelay, which may be 0.
 type Limits struct {
 	MaxUploadBytes   int64         // an uploaded file (413 past it)
 	MaxJSONBodyBytes int64         // a JSON request body
@@ -42,7 +43,16 @@ type Limits struct {
 	WriteIdleTimeout time.Duration
 	IdleTimeout      time.Duration // a keep-alive connection without a request
 	MaxHeaderBytes   int
-	// DrainTimeout bounds how long a SIGTERM waits for audits in flight.
+	// DrainDelay is how long the service goes on accepting connections
+	// once a drain starts, answering /healthz with 503 "draining" and
+	// every other request as before, so that load balancers see it fail
+	// and stop sending before the listener closes (Kubernetes removes a
+	// terminating pod from its Service's endpoints while SIGTERM is
+	// delivered, and proxies learn it a few seconds later). 0 (the
+	// default) closes the listener at once.
+	DrainDelay time.Duration
+	// DrainTimeout bounds how long a SIGTERM waits for audits in flight,
+	// once the listener is closed.
 	DrainTimeout time.Duration
 }
 
@@ -78,6 +88,9 @@ func (l *Limits) validate() error {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("limit %s is %d, want at least 1", name, v))
 		}
+	}
+	if l.DrainDelay < 0 {
+		errs = append(errs, fmt.Errorf("limit DrainDelay is %v, want 0 or more", l.DrainDelay))
 	}
 	return errors.Join(errs...)
 }

@@ -54,6 +54,7 @@ type Server struct {
 	admit    chan struct{} // admitted audits: running or waiting
 	run      chan struct{} // running audits
 	draining atomic.Bool
+	endDelay chan struct{} // closed by tests to end Limits.DrainDelay early
 
 	tokenSum   [32]byte // SHA-256 of the token, compared in constant time
 	sessionSum [32]byte // SHA-256 of the viewer's session cookie value
@@ -142,11 +143,14 @@ func (s *Server) Close() error {
 	return err
 }
 
-// Serve answers requests on l until ctx is done, then drains: it stops
-// accepting, lets the requests in flight finish for up to
-// Limits.DrainTimeout, then closes what is left. It returns nil after a
-// drain, whether or not everything finished in time (what did not is
-// logged).
+// Serve answers requests on l until ctx is done, then drains: /healthz
+// answers 503 "draining" and responses ask clients to close their
+// connections; for Limits.DrainDelay it still accepts connections and
+// answers every request (a balancer that has not yet seen the health check
+// fail still sends some), then it stops accepting, lets the requests in
+// flight finish for up to Limits.DrainTimeout, and closes what is left. It
+// returns nil after a drain, whether or not everything finished in time
+// (what did not is logged).
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	lim := s.cfg.limits
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
@@ -168,6 +172,19 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
+	hs.SetKeepAlivesEnabled(false) // idle connections close; answers say Connection: close
+	if lim.DrainDelay > 0 {
+		s.log.Info("draining: still accepting, /healthz answers 503", "for", lim.DrainDelay.String())
+		delay := time.NewTimer(lim.DrainDelay)
+		select {
+		case <-delay.C:
+		case <-s.endDelay:
+		case err := <-errc:
+			delay.Stop()
+			return err
+		}
+		delay.Stop()
+	}
 	s.log.Info("draining", "timeout", lim.DrainTimeout.String(), "audits_in_flight", len(s.run))
 	dctx, cancel := context.WithTimeout(context.Background(), lim.DrainTimeout)
 	defer cancel()

@@ -23,6 +23,7 @@ type serveFlags struct {
 	maxUpload                       string
 	maxConcurrent, maxQueued        int
 	auditTimeout, drainTimeout      time.Duration
+	drainDelay                      time.Duration
 	logLevel                        string
 }
 
@@ -60,8 +61,10 @@ Uploads are spooled to disk (--spool-dir) up to --max-upload; audits run
 --max-concurrent at a time with --max-queued waiting, each within
 --audit-timeout; past that the service answers 503 with Retry-After. Logs
 are JSON lines on stderr and never hold a token. SIGTERM (or Ctrl-C)
-drains: no new connections, audits in flight finish within
---drain-timeout, exit 0.`,
+drains: /healthz answers 503 at once while connections are still
+accepted for --drain-delay (so that balancers stop sending), then no new
+connections, audits in flight finish within --drain-timeout, exit 0. A
+second signal exits at once.`,
 		Example: `  safetensors serve --root /srv/models
   safetensors serve --addr :8080 --token-file /etc/safetensors/token \
       --allow-location 'hf://**' --allow-location 'https://huggingface.co/**'
@@ -81,10 +84,16 @@ drains: no new connections, audits in flight finish within
 	f.IntVar(&fl.maxConcurrent, "max-concurrent", def.MaxConcurrent, "audits running at once")
 	f.IntVar(&fl.maxQueued, "max-queued", def.MaxQueued, "audits waiting for a slot before the service answers 503")
 	f.DurationVar(&fl.auditTimeout, "audit-timeout", def.AuditTimeout, "time one audit may take")
+	f.DurationVar(&fl.drainDelay, "drain-delay", defaultDrainDelay, "time SIGTERM goes on accepting connections, /healthz answering 503, before it stops")
 	f.DurationVar(&fl.drainTimeout, "drain-timeout", def.DrainTimeout, "time SIGTERM waits for audits in flight")
 	f.StringVar(&fl.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
+
+// defaultDrainDelay is --drain-delay's default: a few seconds for
+// balancers and Kubernetes' proxies to stop sending to a terminating
+// service (the library's default is 0).
+const defaultDrainDelay = 5 * time.Second
 
 func runServe(cmd *cobra.Command, fl serveFlags) error {
 	lim := serve.DefaultLimits()
@@ -94,6 +103,10 @@ func runServe(cmd *cobra.Command, fl serveFlags) error {
 	}
 	lim.MaxUploadBytes, lim.MaxConcurrent, lim.MaxQueued = n, fl.maxConcurrent, fl.maxQueued
 	lim.AuditTimeout, lim.DrainTimeout = fl.auditTimeout, fl.drainTimeout
+	if fl.drainDelay < 0 {
+		return usageError("--drain-delay %v: want 0 or more", fl.drainDelay)
+	}
+	lim.DrainDelay = fl.drainDelay
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(fl.logLevel)); err != nil {
 		return usageError("--log-level %q: want debug, info, warn or error", fl.logLevel)

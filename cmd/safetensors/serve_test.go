@@ -3,13 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,47 +79,146 @@ func TestServeAnswersAsTheCLI(t *testing.T) {
 	}
 }
 
-// safetensors serve refuses a non-loopback address without a token, and
-// SIGTERM drains it and exits 0.
-func TestServeSIGTERMExitsZero(t *testing.T) {
-	if code, _, errOut := runCLI(t, "serve", "--addr", "0.0.0.0:0"); code != 2 || !strings.Contains(errOut, "--token-file") {
-		t.Fatalf("non-loopback without a token: exit %d %s", code, errOut)
+// serveChildEnv makes the test binary, re-executed, run the service
+// (TestServeChild) with the flags it holds instead of the tests: a signal
+// then reaches that process, never the one running the tests.
+const serveChildEnv = "GOSAFETENSORS_TEST_SERVE_CHILD"
+
+// TestServeChild is the service in a child process of
+// TestServeSIGTERMExitsZero; run directly it does nothing.
+func TestServeChild(t *testing.T) {
+	flags, ok := os.LookupEnv(serveChildEnv)
+	if !ok {
+		t.Skip("the child process of TestServeSIGTERMExitsZero")
 	}
-	pr, pw := io.Pipe()
-	codes := make(chan int, 1)
-	go func() {
-		codes <- run([]string{"serve", "--addr", "127.0.0.1:0", "--root", "../../testdata"}, io.Discard, pw)
-		pw.Close()
-	}()
-	sc := bufio.NewScanner(pr)
-	var addr string
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--root", "../../testdata"}, strings.Fields(flags)...)
+	os.Exit(run(args, io.Discard, os.Stderr))
+}
+
+// servedChild is safetensors serve in a child process.
+type servedChild struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{} // closed when it has exited, with err
+	err  error
+}
+
+// serveChild runs safetensors serve with flags in a child process; a test
+// that ends first kills it.
+func serveChild(t *testing.T, flags string) *servedChild {
+	t.Helper()
+	c := &servedChild{cmd: exec.Command(os.Args[0], "-test.run=^TestServeChild$", "-test.count=1"), done: make(chan struct{})}
+	c.cmd.Env = append(os.Environ(), serveChildEnv+"="+flags)
+	stderr, err := c.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		<-c.done
+	})
+	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if a, ok := strings.CutPrefix(sc.Text(), "safetensors serve: listening on http://"); ok {
-			addr = strings.TrimSuffix(a, "/")
+			c.addr = strings.TrimSuffix(a, "/")
 			break
 		}
 	}
-	go io.Copy(io.Discard, pr)
-	if addr == "" {
+	go func() {
+		io.Copy(io.Discard, stderr)
+		c.err = c.cmd.Wait()
+		close(c.done)
+	}()
+	if c.addr == "" {
 		t.Fatal("serve did not say where it listens")
 	}
-	resp, err := http.Post("http://"+addr+"/v1/scan?location=torch/tiny_transformer.bin", "", nil)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("scan: %v", err)
+	return c
+}
+
+// signal sends sig to the child.
+func (c *servedChild) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
 	}
-	resp.Body.Close()
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+}
+
+// wait returns how the child exited.
+func (c *servedChild) wait(t *testing.T) error {
+	t.Helper()
 	select {
-	case code := <-codes:
-		if code != 0 {
-			t.Fatalf("exit %d after SIGTERM", code)
-		}
+	case <-c.done:
+		return c.err
 	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not exit after SIGTERM")
+		t.Fatal("serve did not exit")
+		return nil
 	}
-	if c, err := net.Dial("tcp", addr); err == nil {
-		c.Close()
+}
+
+// safetensors serve refuses a non-loopback address without a token;
+// SIGTERM drains it and it exits 0; during --drain-delay it still accepts
+// connections, /healthz answering 503 "draining" and other requests as
+// before, and a second signal ends it at once. The service runs in a child
+// process: the signals are not sent to the tests.
+func TestServeSIGTERMExitsZero(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	if code, _, errOut := runCLI(t, "serve", "--addr", "0.0.0.0:0"); code != 2 || !strings.Contains(errOut, "--token-file") {
+		t.Fatalf("non-loopback without a token: exit %d %s", code, errOut)
+	}
+	// a new connection for every request: what a balancer's check opens
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	scan := func(addr string) error {
+		resp, err := client.Post("http://"+addr+"/v1/scan?location=torch/tiny_transformer.bin", "", nil)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("scan: %s", resp.Status)
+		}
+		return nil
+	}
+
+	c := serveChild(t, "--drain-delay 0s")
+	if err := scan(c.addr); err != nil {
+		t.Fatal(err)
+	}
+	c.signal(t, syscall.SIGTERM)
+	if err := c.wait(t); err != nil {
+		t.Fatalf("after SIGTERM: %v (want exit 0)", err)
+	}
+	if conn, err := net.Dial("tcp", c.addr); err == nil {
+		conn.Close()
 		t.Fatal("still listening after SIGTERM")
 	}
 
+	c = serveChild(t, "--drain-delay 1h")
+	c.signal(t, syscall.SIGTERM)
+	for {
+		resp, err := client.Get("http://" + c.addr + "/healthz")
+		if err != nil {
+			t.Fatalf("refused during --drain-delay: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable && string(b) == "draining\n" {
+			break
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("healthz as the drain starts: %s %q", resp.Status, b)
+		}
+	}
+	if err := scan(c.addr); err != nil {
+		t.Fatalf("during --drain-delay: %v", err)
+	}
+	c.signal(t, syscall.SIGTERM)
+	var ee *exec.ExitError
+	if err := c.wait(t); !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("after a second SIGTERM: %v (want exit 143 at once)", err)
+	}
 }
