@@ -1,20 +1,14 @@
 package audit_test
 
 import (
-	"bytes"
 	"fmt"
-	"net/http/httptest"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/gosafetensors/safetensors/audit"
+	"github.com/gosafetensors/safetensors/internal/s3test"
 	"github.com/gosafetensors/safetensors/remote/blobstore"
 	_ "github.com/gosafetensors/safetensors/remote/blobstore/s3store"
 )
@@ -25,19 +19,9 @@ import (
 // driver cannot read is reported as not checked (never skipped), and a
 // pool the caller passes is used for the listing and the objects.
 func TestScanBucketPrefix(t *testing.T) {
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-	} {
-		t.Setenv(k, v)
-	}
-	be := s3mem.New()
+	srv := s3test.Start(t, "uploads")
 	var requests atomic.Int64
-	h := gofakes3.New(be).Server()
-	srv := httptest.NewServer(countHandler(h, &requests))
-	defer srv.Close()
-	be.CreateBucket("uploads")
+	srv.Config.Handler = countHandler(srv.S3, &requests)
 	clean, _ := os.ReadFile(torchDir + "tiny_transformer.bin")
 	evil, _ := os.ReadFile(evilDir + "reduce_posix_system_p2.pkl")
 	const n = 200
@@ -46,10 +30,10 @@ func TestScanBucketPrefix(t *testing.T) {
 		if i%10 == 3 {
 			b = evil
 		}
-		be.PutObject("uploads", fmt.Sprintf("in/%03d.bin", i), map[string]string{}, bytes.NewReader(b), int64(len(b)), nil)
+		srv.Put(t, "uploads", fmt.Sprintf("in/%03d.bin", i), b)
 	}
-	be.PutObject("uploads", "in/x/../hidden.bin", map[string]string{}, bytes.NewReader(evil), int64(len(evil)), nil)
-	prefix := "s3://uploads/in/?endpoint=" + url.QueryEscape(srv.URL) + "&use_path_style=true&region=us-east-1"
+	srv.Put(t, "uploads", "in/x/../hidden.bin", evil)
+	prefix := "s3://uploads/in/?" + srv.Query()
 	pool, err := blobstore.NewPool()
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,12 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/audit"
 	"github.com/gosafetensors/safetensors/compressed"
+	"github.com/gosafetensors/safetensors/internal/s3test"
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/source"
 )
@@ -296,29 +293,20 @@ func TestLocalFileTruncatedWhileRead(t *testing.T) {
 }
 
 // A bucket object whose reads fail after the first one — the store
-// answers 500 (no retries: AWS_MAX_ATTEMPTS=1), resets the connection, or
+// answers 500 (after the SDK's own retries), resets the connection, or
 // the object is overwritten between two reads (If-Match fails) — is
 // reported not checked, through the real AWS SDK against gofakes3.
 func TestBucketReadFailuresAreNotVerdicts(t *testing.T) {
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true", "AWS_MAX_ATTEMPTS": "1",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-	} {
-		t.Setenv(k, v)
-	}
 	b, err := os.ReadFile(torchDir + "large_dims.pt") // larger than the first read
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []fault{faultNone, fault500, faultReset, faultChanged} {
-		be := s3mem.New()
-		be.CreateBucket("uploads")
-		be.PutObject("uploads", "in/m.bin", map[string]string{}, bytes.NewReader(b), int64(len(b)), nil)
-		s3 := gofakes3.New(be).Server()
+		srv := s3test.Start(t, "uploads")
+		srv.Put(t, "uploads", "in/m.bin", b)
 		var mu sync.Mutex
 		gets := 0
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/m.bin") {
 				gets++
@@ -338,15 +326,13 @@ func TestBucketReadFailuresAreNotVerdicts(t *testing.T) {
 					}
 					return
 				case faultChanged:
-					other := bytes.Repeat([]byte{1}, len(b))
-					be.PutObject("uploads", "in/m.bin", map[string]string{}, bytes.NewReader(other), int64(len(other)), nil)
+					srv.Put(t, "uploads", "in/m.bin", bytes.Repeat([]byte{1}, len(b)))
 				}
 			}
-			s3.ServeHTTP(w, r)
-		}))
-		loc := "s3://uploads/in/m.bin?endpoint=" + url.QueryEscape(srv.URL) + "&use_path_style=true&region=us-east-1"
+			srv.S3.ServeHTTP(w, r)
+		})
+		loc := "s3://uploads/in/m.bin?" + srv.Query()
 		rs := scanAll(t, loc)
-		srv.Close()
 		if len(rs) != 1 {
 			t.Fatalf("%s: %d reports", f, len(rs))
 		}

@@ -1,17 +1,11 @@
 package serve_test
 
 import (
-	"bytes"
-	"net/http/httptest"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
+	"github.com/gosafetensors/safetensors/internal/s3test"
 	_ "github.com/gosafetensors/safetensors/remote/blobstore/s3store"
 	"github.com/gosafetensors/safetensors/serve"
 )
@@ -20,22 +14,12 @@ import (
 // audited object by object, as one array; the same prefix with another
 // endpoint is refused before anything is read.
 func TestScanBucketPrefix(t *testing.T) {
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-	} {
-		t.Setenv(k, v)
-	}
-	be := s3mem.New()
-	srv := httptest.NewServer(gofakes3.New(be).Server())
-	defer srv.Close()
-	be.CreateBucket("uploads")
+	srv := s3test.Start(t, "uploads")
 	for key, file := range map[string]string{"in/a.bin": "torch/tiny_transformer.bin", "in/b.pkl": "malicious/reduce_posix_system_p2.pkl"} {
 		b, _ := os.ReadFile("../testdata/" + file)
-		be.PutObject("uploads", key, map[string]string{}, bytes.NewReader(b), int64(len(b)), nil)
+		srv.Put(t, "uploads", key, b)
 	}
-	query := "endpoint=" + url.QueryEscape(srv.URL) + "&use_path_style=true&region=us-east-1"
+	query := srv.Query()
 	ts := start(t, serve.WithAllowLocations("s3://uploads/in/**?"+query))
 	code, body := scanVerdicts(t, ts, "s3://uploads/in/?"+query)
 	if code != 200 || strings.Count(body, `"path"`) != 2 || !contains(body, `"verdict": "clean"`, `"verdict": "dangerous"`) {

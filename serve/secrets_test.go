@@ -1,19 +1,15 @@
 package serve_test
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
+	"github.com/gosafetensors/safetensors/internal/s3test"
 	"github.com/gosafetensors/safetensors/serve"
 )
 
@@ -22,22 +18,12 @@ import (
 // (by query, by JSON body, of a bucket prefix), inspections, the viewer,
 // refusals and errors.
 func TestNoSecretInResponsesOrLogs(t *testing.T) {
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-	} {
-		t.Setenv(k, v)
-	}
 	files := httptest.NewServer(http.FileServer(http.Dir("../testdata/torch")))
 	defer files.Close()
-	be := s3mem.New()
-	s3 := httptest.NewServer(gofakes3.New(be).Server())
-	defer s3.Close()
-	be.CreateBucket("uploads")
+	s3 := s3test.Start(t, "uploads")
 	for _, f := range []string{"tiny_transformer.bin", "tiny_transformer.safetensors"} {
 		b, _ := os.ReadFile("../testdata/torch/" + f)
-		be.PutObject("uploads", "in/"+f, map[string]string{}, bytes.NewReader(b), int64(len(b)), nil)
+		s3.Put(t, "uploads", "in/"+f, b)
 	}
 	const hubToken = "hf_HubT0kenValue"
 	secrets := []string{testToken, hubToken, "SIGn4tur3", "Cr3dentialAKIA", "t0ken-value", "s3cretKey", "sAsSig"}

@@ -12,38 +12,26 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/gosafetensors/safetensors/internal/s3test"
 )
 
 // A registry audits a bucket prefix from one command: the real AWS SDK
 // client against an S3-protocol server on loopback.
 func TestScanAndValidateBucketPrefix(t *testing.T) {
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-	} {
-		t.Setenv(k, v)
-	}
-	be := s3mem.New()
-	srv := httptest.NewServer(gofakes3.New(be).Server())
-	defer srv.Close()
-	if err := be.CreateBucket("uploads"); err != nil {
-		t.Fatal(err)
-	}
+	srv := s3test.Start(t, "uploads")
 	put := func(key, file string) {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := be.PutObject("uploads", key, map[string]string{}, bytes.NewReader(b), int64(len(b)), nil); err != nil {
-			t.Fatal(err)
-		}
+		srv.Put(t, "uploads", key, b)
 	}
 	put("models/a/model.safetensors", torchDir+"tiny_transformer.safetensors")
 	put("models/a/pytorch_model.bin", torchDir+"tiny_transformer.bin")
 	put("models/b/model.safetensors", "../../testdata/malicious/torch_zip_os_system.bin") // a name that lies
 	put("other/x.bin", "../../testdata/malicious/reduce_posix_system_p2.pkl")
-	query := "?endpoint=" + url.QueryEscape(srv.URL) + "&use_path_style=true&region=us-east-1"
+	query := "?" + srv.Query()
 	code, out, errOut := runCLI(t, "scan", "--json", "s3://uploads/models/"+query)
 	if code != 1 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/gosafetensors/safetensors/internal/s3test"
 )
 
 // secrets are what a location may carry that no output may show.
@@ -28,23 +25,13 @@ func signed(u string) string {
 // a bucket URL's query (its endpoint's userinfo; a parameter the driver
 // refuses), the objects listed under a bucket prefix.
 func TestNoSecretInOutput(t *testing.T) {
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-		"HF_TOKEN": "hf_t0ken-value",
-	} {
-		t.Setenv(k, v)
-	}
+	t.Setenv("HF_TOKEN", "hf_t0ken-value")
 	srv := httptest.NewServer(http.FileServer(http.Dir(torchDir)))
 	defer srv.Close()
-	be := s3mem.New()
-	s3 := httptest.NewServer(gofakes3.New(be).Server())
-	defer s3.Close()
-	be.CreateBucket("uploads")
+	s3 := s3test.Start(t, "uploads")
 	for _, f := range []string{"tiny_transformer.bin", "tiny_transformer.safetensors"} {
 		b, _ := os.ReadFile(torchDir + f)
-		be.PutObject("uploads", "in/"+f, map[string]string{}, bytes.NewReader(b), int64(len(b)), nil)
+		s3.Put(t, "uploads", "in/"+f, b)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
