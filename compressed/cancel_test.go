@@ -27,20 +27,20 @@ func TestCancel(t *testing.T) {
 	for _, conc := range []int{1, 2} {
 		for _, tc := range []struct {
 			name string
-			run  func(ctx context.Context, out string, opts ...Option) (*Result, error)
+			run  func(ctx context.Context, out string, conc, progress Option) (*Result, error)
 		}{
-			{"compress", func(ctx context.Context, out string, opts ...Option) (*Result, error) {
-				return CompressFile(ctx, in, out, append(opts, WithCodec(Grouped))...)
+			{"compress", func(ctx context.Context, out string, conc, progress Option) (*Result, error) {
+				return CompressFile(ctx, in, out, WithCodec(Grouped), WithFrameSize(64<<10), conc, progress)
 			}},
-			{"decompress", func(ctx context.Context, out string, opts ...Option) (*Result, error) {
-				return DecompressFile(ctx, comp, out, opts...)
+			{"decompress", func(ctx context.Context, out string, conc, progress Option) (*Result, error) {
+				return DecompressFile(ctx, comp, out, conc, progress)
 			}},
 		} {
 			outDir := t.TempDir()
 			out := filepath.Join(outDir, "out")
 			ctx, cancel := context.WithCancel(context.Background())
 			calls := 0
-			_, err := tc.run(ctx, out, WithConcurrency(conc), WithFrameSize(64<<10), WithProgress(func(done, total int64) {
+			_, err := tc.run(ctx, out, WithConcurrency(conc), WithProgress(func(done, total int64) {
 				calls++
 				if done > 0 && done < total {
 					cancel()

@@ -83,11 +83,15 @@ func granule(d safetensors.DType) int64 {
 // to be an io.WriterAt as well (an *os.File): its header, written last, holds
 // the compressed sizes. When ctx is cancelled no new frame is started and
 // ctx's error is returned (dst then holds part of the output).
-func Compress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Result, error) {
-	c, err := buildConfig(opts)
+func Compress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, opts ...WriteOption) (*Result, error) {
+	c, err := writeConfig("Compress", false, opts)
 	if err != nil {
 		return nil, err
 	}
+	return compress(ctx, dst, src, size, c)
+}
+
+func compress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, error) {
 	sr, err := safetensors.NewReader(src, size, safetensors.WithName(c.name), safetensors.WithoutDecompression())
 	if err != nil {
 		return nil, err

@@ -19,16 +19,20 @@ import (
 // against its position, and the result against the size the original's own
 // header gives: a file cut short is an error, never a short original. When
 // ctx is cancelled no new frame is started and ctx's error is returned.
-func Decompress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, opts ...Option) (*Result, error) {
-	c, err := buildConfig(opts)
+func Decompress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, opts ...ReadOption) (*Result, error) {
+	c, err := readConfig("Decompress", false, false, opts)
 	if err != nil {
 		return nil, err
 	}
-	res, err := decompress(ctx, dst, src, size, c)
-	return res, withFile(err, c.name)
+	return decompress(ctx, dst, src, size, c)
 }
 
 func decompress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, error) {
+	res, err := decompressAll(ctx, dst, src, size, c)
+	return res, withFile(err, c.name)
+}
+
+func decompressAll(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, c config) (*Result, error) {
 	f, err := Detect(src, size)
 	if err != nil {
 		return nil, err
@@ -52,10 +56,7 @@ func decompress(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64,
 	}
 	defer ra.Close()
 	ra.mapped = mapSource(src, size) // unmapped by ra.Close
-	if c.maxSize >= 0 && ra.size > c.maxSize {
-		return nil, newErr(ErrLimit, -1, -1, "%s file decompresses to %d bytes, more than the limit of %d", f, ra.size, c.maxSize)
-	}
-	ra.wholeRead = true // (newReaderAt checked the original's size) every frame is decoded and checked
+	ra.wholeRead = true              // (newReaderAt checked the original's size) every frame is decoded and checked
 	var done int64
 	if len(ra.prefix) > 0 {
 		if _, err := dst.Write(ra.prefix); err != nil {

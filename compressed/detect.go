@@ -55,6 +55,12 @@ const (
 // it holds, reading only the first bytes and the last four (plus, for a
 // safetensors file, up to 4 KiB of its header). A file that is none of them
 // is None, with a nil error; only I/O errors are returned.
+//
+// It is the primitive behind the decompressor this package registers with
+// the root package (safetensors.Container), which source.Detect, the
+// module's one way of deciding a file's format, asks: to learn what a file
+// is, call source.Detect; Detect says which container a compressed file
+// uses.
 func Detect(r io.ReaderAt, size int64) (Format, error) {
 	if size < 4 {
 		return None, nil

@@ -17,25 +17,29 @@ import (
 // synced, then renamed; nothing is left behind on error, and in is never
 // changed (out may not be in itself). Cancelling ctx stops the work and
 // removes the temporary file.
-func CompressFile(ctx context.Context, in, out string, opts ...Option) (*Result, error) {
-	return convertFile(in, out, opts, func(dst *atomicfile.File, src *os.File, size int64, opts []Option) (*Result, error) {
-		return Compress(ctx, dst, src, size, opts...)
+func CompressFile(ctx context.Context, in, out string, opts ...WriteOption) (*Result, error) {
+	c, err := writeConfig("CompressFile", true, append([]WriteOption{WithName(in)}, opts...))
+	if err != nil {
+		return nil, err
+	}
+	return convertFile(in, out, c, func(dst *atomicfile.File, src *os.File, size int64) (*Result, error) {
+		return compress(ctx, dst, src, size, c)
 	})
 }
 
 // DecompressFile restores the original file from the compressed file in
 // (see [Decompress]), writing out atomically like [CompressFile].
-func DecompressFile(ctx context.Context, in, out string, opts ...Option) (*Result, error) {
-	return convertFile(in, out, opts, func(dst *atomicfile.File, src *os.File, size int64, opts []Option) (*Result, error) {
-		return Decompress(ctx, dst, src, size, opts...)
-	})
-}
-
-func convertFile(in, out string, opts []Option, run func(*atomicfile.File, *os.File, int64, []Option) (*Result, error)) (*Result, error) {
-	c, err := buildConfig(opts)
+func DecompressFile(ctx context.Context, in, out string, opts ...ReadOption) (*Result, error) {
+	c, err := readConfig("DecompressFile", false, true, append([]ReadOption{WithName(in)}, opts...))
 	if err != nil {
 		return nil, err
 	}
+	return convertFile(in, out, c, func(dst *atomicfile.File, src *os.File, size int64) (*Result, error) {
+		return decompress(ctx, dst, src, size, c)
+	})
+}
+
+func convertFile(in, out string, c config, run func(*atomicfile.File, *os.File, int64) (*Result, error)) (*Result, error) {
 	src, err := os.Open(in)
 	if err != nil {
 		return nil, err
@@ -66,7 +70,7 @@ func convertFile(in, out string, opts []Option, run func(*atomicfile.File, *os.F
 		return nil, err
 	}
 	defer dst.Abort()
-	res, err := run(dst, src, st.Size(), append([]Option{WithName(in)}, opts...))
+	res, err := run(dst, src, st.Size())
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func FuzzReader(f *testing.F) {
 		f.Add(compressBytes(f, orig, WithCodec(c), WithFrameSize(MinFrameSize)))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		opts := []Option{WithMaxFrameSize(1 << 20), WithConcurrency(2), WithMaxSize(int64(2 * len(orig)))}
+		opts := []ReadOption{WithMaxFrameSize(1 << 20), WithConcurrency(2), WithMaxSize(int64(2 * len(orig)))}
 		var out bytes.Buffer
 		res, err := Decompress(context.Background(), &out, bytes.NewReader(data), int64(len(data)), opts...)
 		if err == nil {

@@ -92,7 +92,7 @@ func genModel(t testing.TB, dt safetensors.DType, size int64, seed uint64) []byt
 }
 
 // compressBytes compresses orig with opts and returns the compressed bytes.
-func compressBytes(t testing.TB, orig []byte, opts ...Option) []byte {
+func compressBytes(t testing.TB, orig []byte, opts ...WriteOption) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	f, err := os.Create(filepath.Join(dir, "c"))
@@ -110,7 +110,7 @@ func compressBytes(t testing.TB, orig []byte, opts ...Option) []byte {
 	return b
 }
 
-func decompressBytes(comp []byte, opts ...Option) ([]byte, error) {
+func decompressBytes(comp []byte, opts ...ReadOption) ([]byte, error) {
 	var out bytes.Buffer
 	_, err := Decompress(context.Background(), &out, bytes.NewReader(comp), int64(len(comp)), opts...)
 	return out.Bytes(), err

@@ -19,7 +19,7 @@ import (
 // expectRefused checks that comp cannot be read: NewReaderAt or reading
 // every byte fails with an error wrapping want, and Decompress fails too.
 // Whatever is returned before the error is never wrong bytes.
-func expectRefused(t *testing.T, comp, orig []byte, want error, opts ...Option) {
+func expectRefused(t *testing.T, comp, orig []byte, want error, opts ...ReadOption) {
 	expectRefusedAny(t, comp, orig, []error{want}, opts...)
 }
 
@@ -33,7 +33,7 @@ func isAny(err error, wants []error) bool {
 }
 
 // expectRefusedAny is expectRefused where any of wants will do.
-func expectRefusedAny(t *testing.T, comp, orig []byte, want []error, opts ...Option) {
+func expectRefusedAny(t *testing.T, comp, orig []byte, want []error, opts ...ReadOption) {
 	t.Helper()
 	out, err := decompressBytes(comp, opts...)
 	if err == nil {
@@ -87,10 +87,10 @@ func TestHostileSeekTable(t *testing.T) {
 			name string
 			comp []byte
 			want error
-			opts []Option
+			opts []ReadOption
 		}{
 			{"frame claims 4 GiB", mutate(func(b []byte) { le.PutUint32(b[entries+4:], 0xFFFFFFFF) }), ErrLimit, nil},
-			{"frame above the cap", good, ErrLimit, []Option{WithMaxFrameSize(1000)}},
+			{"frame above the cap", good, ErrLimit, []ReadOption{WithMaxFrameSize(1000)}},
 			{"decompressed size one short", mutate(func(b []byte) { le.PutUint32(b[entries+es+4:], le.Uint32(b[entries+es+4:])-1) }), ErrCorrupt, nil},
 			{"decompressed size one long", mutate(func(b []byte) { le.PutUint32(b[entries+es+4:], le.Uint32(b[entries+es+4:])+1) }), ErrCorrupt, nil},
 			{"compressed sizes shifted", mutate(func(b []byte) {
@@ -101,7 +101,7 @@ func TestHostileSeekTable(t *testing.T) {
 			{"zero compressed size", mutate(func(b []byte) { le.PutUint32(b[entries:], 0) }), ErrCorrupt, nil},
 			{"2^32-1 frames", mutate(func(b []byte) { le.PutUint32(b[len(b)-9:], 0xFFFFFFFF) }), ErrLimit, nil},
 			{"more frames than the file holds", mutate(func(b []byte) { le.PutUint32(b[len(b)-9:], 1<<20) }), ErrCorrupt, nil},
-			{"more frames than allowed", good, ErrLimit, []Option{WithMaxFrames(2)}},
+			{"more frames than allowed", good, ErrLimit, []ReadOption{WithMaxFrames(2)}},
 			{"reserved descriptor bits", mutate(func(b []byte) { b[len(b)-5] |= 0x04 }), ErrCorrupt, nil},
 			{"skippable frame size wrong", mutate(func(b []byte) { le.PutUint32(b[entries-4:], le.Uint32(b[entries-4:])+1) }), ErrCorrupt, nil},
 			{"byte flipped in a frame", mutate(func(b []byte) { b[entries/2] ^= 0x10 }), ErrCorrupt, nil},
@@ -112,7 +112,7 @@ func TestHostileSeekTable(t *testing.T) {
 				name string
 				comp []byte
 				want error
-				opts []Option
+				opts []ReadOption
 			}{"seek table checksum wrong", mutate(func(b []byte) { b[entries+es+8] ^= 1 }), ErrChecksum, nil})
 		}
 		for _, tc := range cases {

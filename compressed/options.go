@@ -41,14 +41,66 @@ type config struct {
 	overwrite   bool
 	maxSize     int64 // -1: no limit
 	maxFrames   int64
+	given       given // options given that not every function takes
 }
 
-// Option configures [Compress], [Decompress], [NewReaderAt] and the file
-// functions. Options that do not apply to a function are ignored by it.
+// given records the options a function may refuse as not applying to it.
+type given uint8
+
+const (
+	givenProgress given = 1 << iota
+	givenOverwrite
+	givenCache
+)
+
+// Options come in two kinds, so that none is ever silently ignored: a
+// [WriteOption] says how a container is written ([Compress],
+// [CompressFile]: codec, level, frame size), a [ReadOption] how one is
+// read ([NewReaderAt], [Open], [Decompress], [DecompressFile]: limits and
+// the frame cache). Passing one where the other is taken does not
+// compile. An [Option] (the file name errors start with, concurrency,
+// progress, overwriting) is of both kinds; where it cannot apply the call
+// fails with an error wrapping [ErrOption], as it does for the frame cache
+// given to Decompress, which keeps no frames:
+//
+//   - [WithProgress]: not for [NewReaderAt] and [Open] (they do no long work);
+//   - [WithOverwrite]: only for [CompressFile] and [DecompressFile];
+//   - [WithCacheFrames], [WithCacheBytes]: only for [NewReaderAt] and [Open].
 type Option func(*config) error
 
-func buildConfig(opts []Option) (config, error) {
-	c := config{
+// WriteOption configures [Compress] and [CompressFile]: a [WithCodec],
+// [WithLevel] or [WithFrameSize], or an [Option]. See [Option].
+type WriteOption interface {
+	applyWrite(*config) error
+}
+
+// ReadOption configures [NewReaderAt], [Open], [Decompress] and
+// [DecompressFile]: the limits a compressed file is read under, the frame
+// cache, or an [Option]. See [Option].
+type ReadOption interface {
+	applyRead(*config) error
+}
+
+func (o Option) applyWrite(c *config) error { return o.apply(c) }
+func (o Option) applyRead(c *config) error  { return o.apply(c) }
+
+func (o Option) apply(c *config) error {
+	if o == nil {
+		return optErr("nil Option")
+	}
+	return o(c)
+}
+
+// writeOption and readOption are the concrete types of the options of one
+// kind only.
+type writeOption func(*config) error
+type readOption func(*config) error
+
+func (o writeOption) applyWrite(c *config) error { return o(c) }
+func (o readOption) applyRead(c *config) error   { return o(c) }
+
+func defaultConfig() config {
+	return config{
 		codec:       Zstd,
 		level:       2,
 		frameSize:   DefaultFrameSize,
@@ -60,15 +112,58 @@ func buildConfig(opts []Option) (config, error) {
 		maxSize:     -1,
 		maxFrames:   DefaultMaxFrames,
 	}
+}
+
+// writeConfig applies the options of fn, a function that writes a
+// container (a file when file is set).
+func writeConfig(fn string, file bool, opts []WriteOption) (config, error) {
+	c := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
-			return c, optErr("nil Option")
+			return c, optErr("nil WriteOption")
 		}
-		if err := o(&c); err != nil {
+		if err := o.applyWrite(&c); err != nil {
 			return c, err
 		}
 	}
-	return c, nil
+	return c, c.refuse(fn, file, givenCache)
+}
+
+// readConfig applies the options of fn, a function that reads a
+// container: it decompresses it whole (a file when file is set), or, when
+// random is set, gives random access to it.
+func readConfig(fn string, random, file bool, opts []ReadOption) (config, error) {
+	c := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return c, optErr("nil ReadOption")
+		}
+		if err := o.applyRead(&c); err != nil {
+			return c, err
+		}
+	}
+	notFor := givenCache
+	if random {
+		notFor = givenProgress
+	}
+	return c, c.refuse(fn, file, notFor)
+}
+
+// refuse fails for the options of notFor given to fn, and for
+// WithOverwrite unless fn writes a file.
+func (c *config) refuse(fn string, file bool, notFor given) error {
+	if !file {
+		notFor |= givenOverwrite
+	}
+	switch bad := c.given & notFor; {
+	case bad&givenProgress != 0:
+		return optErr("WithProgress does not apply to %s, which does no long work: give it to Decompress or Compress", fn)
+	case bad&givenOverwrite != 0:
+		return optErr("WithOverwrite does not apply to %s, which writes no file: give it to CompressFile or DecompressFile", fn)
+	case bad&givenCache != 0:
+		return optErr("WithCacheFrames and WithCacheBytes do not apply to %s, which reads each frame once: they configure a ReaderAt (NewReaderAt, Open)", fn)
+	}
+	return nil
 }
 
 func optErr(format string, args ...any) error {
@@ -76,45 +171,46 @@ func optErr(format string, args ...any) error {
 }
 
 // WithCodec selects the container [Compress] writes (default [Zstd]).
-func WithCodec(c Codec) Option {
-	return func(o *config) error {
+func WithCodec(c Codec) WriteOption {
+	return writeOption(func(o *config) error {
 		switch c {
 		case Zstd, LZ4, Grouped:
 			o.codec = c
 			return nil
 		}
 		return optErr("unknown codec %q (want zstd, lz4 or grouped)", string(c))
-	}
+	})
 }
 
 // WithLevel sets the compression level, 1 to 4: klauspost/compress's
 // fastest, default (2, the default here, comparable to `zstd -3`), better
 // and best. For lz4, levels above 2 use the high-compression mode. The
 // grouped codec uses it for the chunks it compresses with zstd.
-func WithLevel(level int) Option {
-	return func(o *config) error {
+func WithLevel(level int) WriteOption {
+	return writeOption(func(o *config) error {
 		if level < 1 || level > 4 {
 			return optErr("level %d out of range 1..4", level)
 		}
 		o.level = level
 		return nil
-	}
+	})
 }
 
 // WithFrameSize bounds the uncompressed bytes per frame or chunk
 // (default [DefaultFrameSize]); it is the unit of random access.
-func WithFrameSize(n int64) Option {
-	return func(o *config) error {
+func WithFrameSize(n int64) WriteOption {
+	return writeOption(func(o *config) error {
 		if n < MinFrameSize || n > MaxFrameSize {
 			return optErr("frame size %d out of range %d..%d", n, MinFrameSize, MaxFrameSize)
 		}
 		o.frameSize = n
 		return nil
-	}
+	})
 }
 
 // WithConcurrency sets how many frames are compressed or decompressed at
-// once (default GOMAXPROCS).
+// once (default GOMAXPROCS). For a [ReaderAt] it bounds the frames one
+// read decodes in parallel.
 func WithConcurrency(n int) Option {
 	return func(o *config) error {
 		if n < 1 || n > 1024 {
@@ -126,9 +222,18 @@ func WithConcurrency(n int) Option {
 }
 
 // WithProgress calls f with the uncompressed bytes processed so far and the
-// total, from one goroutine at a time.
+// total (-1 for a stream, whose size is unknown), from one goroutine at a
+// time; nil means no progress reports. It applies to [Compress],
+// [Decompress] and their file functions; [NewReaderAt] and [Open] refuse
+// it (see [Option]).
 func WithProgress(f func(done, total int64)) Option {
-	return func(o *config) error { o.progress = f; return nil }
+	return func(o *config) error {
+		o.progress = f
+		if f != nil {
+			o.given |= givenProgress
+		}
+		return nil
+	}
 }
 
 // WithName sets the file name that errors start with.
@@ -136,29 +241,58 @@ func WithName(name string) Option {
 	return func(o *config) error { o.name = name; return nil }
 }
 
+// WithOverwrite lets [CompressFile] and [DecompressFile] replace an
+// existing output file (default: refuse with [ErrExists]). The functions
+// that write no file refuse it (see [Option]).
+func WithOverwrite(ok bool) Option {
+	return func(o *config) error {
+		o.overwrite = ok
+		o.given |= givenOverwrite
+		return nil
+	}
+}
+
 // WithMaxFrameSize caps the decompressed size a reader accepts for one frame
 // or chunk (default [DefaultMaxFrameSize]): a frame claiming more is refused
 // before anything is allocated.
-func WithMaxFrameSize(n int64) Option {
-	return func(o *config) error {
+func WithMaxFrameSize(n int64) ReadOption {
+	return readOption(func(o *config) error {
 		if n < 1 || n > 1<<32-1 {
 			return optErr("max frame size %d out of range 1..%d", n, int64(1<<32-1))
 		}
 		o.maxFrame = n
 		return nil
-	}
+	})
 }
 
 // WithCacheFrames sets how many decompressed frames a [ReaderAt] keeps for
 // reads that touch them again (default [DefaultCacheFrames]; 0 disables).
-func WithCacheFrames(n int) Option {
-	return func(o *config) error {
+// [Decompress] and [DecompressFile] refuse it (see [Option]).
+func WithCacheFrames(n int) ReadOption {
+	return readOption(func(o *config) error {
 		if n < 0 || n > 4096 {
 			return optErr("cache frames %d out of range 0..4096", n)
 		}
 		o.cacheFrames = n
+		o.given |= givenCache
 		return nil
-	}
+	})
+}
+
+// WithCacheBytes bounds the decompressed bytes a [ReaderAt] keeps in its
+// frame cache (default [DefaultCacheBytes]; 0 disables the cache): with
+// large frames the frame count alone would let a small file hold
+// gigabytes. A frame larger than n is never kept. [Decompress] and
+// [DecompressFile] refuse it (see [Option]).
+func WithCacheBytes(n int64) ReadOption {
+	return readOption(func(o *config) error {
+		if n < 0 || n > 1<<40 {
+			return optErr("cache bytes %d out of range 0..1 TiB", n)
+		}
+		o.cacheBytes = n
+		o.given |= givenCache
+		return nil
+	})
 }
 
 // WithMaxRatio refuses, when it is opened, a seekable or grouped file
@@ -167,59 +301,40 @@ func WithCacheFrames(n int) Option {
 // [ErrLimit]. Weights compress about 1.3 to 2 times; a small file claiming
 // hundreds of GiB of zeros is a decompression bomb that would keep every
 // full read (stats, validate --full, decompress) busy for minutes.
-func WithMaxRatio(r int64) Option {
-	return func(o *config) error {
+func WithMaxRatio(r int64) ReadOption {
+	return readOption(func(o *config) error {
 		if r < 0 {
 			return optErr("max ratio %d is negative (0 means no cap)", r)
 		}
 		o.maxRatio = r
 		return nil
-	}
+	})
 }
 
-// WithCacheBytes bounds the decompressed bytes a [ReaderAt] keeps in its
-// frame cache (default [DefaultCacheBytes]; 0 disables the cache): with
-// large frames the frame count alone would let a small file hold
-// gigabytes. A frame larger than n is never kept.
-func WithCacheBytes(n int64) Option {
-	return func(o *config) error {
-		if n < 0 || n > 1<<40 {
-			return optErr("cache bytes %d out of range 0..1 TiB", n)
-		}
-		o.cacheBytes = n
-		return nil
-	}
-}
-
-// WithOverwrite lets [CompressFile] and [DecompressFile] replace an existing
-// output file (default: refuse with [ErrExists]).
-func WithOverwrite(ok bool) Option {
-	return func(o *config) error { o.overwrite = ok; return nil }
-}
-
-// WithMaxSize caps the total bytes [Decompress] may produce (default: no
-// cap, like `zstd -d`): a file that would decompress to more is refused
-// with [ErrLimit] — before any output for seekable files, whose size is
-// known, and as soon as the cap is passed for streams.
-func WithMaxSize(n int64) Option {
-	return func(o *config) error {
+// WithMaxSize caps the size of the original (default: no cap, like
+// `zstd -d`): a file that holds more is refused with [ErrLimit] — when it
+// is opened for a seekable file, whose size is known (by [NewReaderAt] and
+// [Open] as by [Decompress], before any output), and as soon as the cap is
+// passed for a stream, which only Decompress reads.
+func WithMaxSize(n int64) ReadOption {
+	return readOption(func(o *config) error {
 		if n < 0 {
 			return optErr("max size %d is negative", n)
 		}
 		o.maxSize = n
 		return nil
-	}
+	})
 }
 
 // WithMaxFrames caps the number of frames a seek table may list (default
 // [DefaultMaxFrames]); the table is refused before it is read if it claims
 // more, so its memory stays bounded whatever the file says.
-func WithMaxFrames(n int64) Option {
-	return func(o *config) error {
+func WithMaxFrames(n int64) ReadOption {
+	return readOption(func(o *config) error {
 		if n < 1 || n > maxSeekEntries {
 			return optErr("max frames %d out of range 1..%d", n, int64(maxSeekEntries))
 		}
 		o.maxFrames = n
 		return nil
-	}
+	})
 }

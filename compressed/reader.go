@@ -74,10 +74,9 @@ type Stats struct {
 // seek table or chunk index, and returns a ReaderAt over the original file.
 // A file that is not compressed is an error wrapping [ErrNotCompressed]; a
 // zstd or LZ4 stream without a seek table wraps [ErrNotSeekable] (use
-// [Decompress] for those). Options: [WithName], [WithMaxFrameSize],
-// [WithCacheFrames], [WithConcurrency].
-func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*ReaderAt, error) {
-	c, err := buildConfig(opts)
+// [Decompress] for those).
+func NewReaderAt(r io.ReaderAt, size int64, opts ...ReadOption) (*ReaderAt, error) {
+	c, err := readConfig("NewReaderAt", true, false, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +134,10 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 		return nil, newErr(ErrLimit, -1, -1, "%d compressed bytes claim %d bytes of original (more than %d times the compressed size plus %d MiB): a decompression bomb? (decompress --max-ratio 0 reads it anyway)",
 			size, ra.size, c.maxRatio, ratioSlack>>20)
 	}
+	if c.maxSize >= 0 && ra.size > c.maxSize {
+		ra.Close()
+		return nil, newErr(ErrLimit, -1, -1, "%s file decompresses to %d bytes, more than the limit of %d", f, ra.size, c.maxSize)
+	}
 	if f == ZstdSeekable || f == LZ4Seekable {
 		// The original's header says how long it is; frames missing at the
 		// end (with their seek table entries) leave a consistent table.
@@ -166,8 +169,9 @@ func maxOriginal(size, ratio int64) int64 {
 
 // Open opens a compressed file for random access. Close the ReaderAt to
 // close the file.
-func Open(path string, opts ...Option) (*ReaderAt, error) {
-	if _, err := buildConfig(opts); err != nil {
+func Open(path string, opts ...ReadOption) (*ReaderAt, error) {
+	c, err := readConfig("Open", true, false, append([]ReadOption{WithName(path)}, opts...))
+	if err != nil {
 		return nil, err
 	}
 	f, err := os.Open(path)
@@ -179,8 +183,9 @@ func Open(path string, opts ...Option) (*ReaderAt, error) {
 		f.Close()
 		return nil, err
 	}
-	ra, err := NewReaderAt(f, st.Size(), append([]Option{WithName(path)}, opts...)...)
+	ra, err := newReaderAt(f, st.Size(), c)
 	if err != nil {
+		err = withFile(err, c.name)
 		f.Close()
 		return nil, err
 	}

@@ -187,6 +187,9 @@ func New(src safetensors.Source, opts ...Option) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(c.sourceOpts) > 0 {
+		return nil, fmt.Errorf("load: %w: WithSourceOptions configures how Open opens a location; New reads a source already open", ErrOption)
+	}
 	l := &Loader{cfg: c, src: src, local: true}
 	srcIndex := map[io.ReaderAt]int{}
 	for t, err := range src.All() {

@@ -237,7 +237,8 @@ func WithBufferedIO() Option {
 // WithSourceOptions passes options to source.OpenModel when [Open] opens
 // the location (a token, a Hub, a subfolder, remote timeouts). They are
 // applied after the loader's own (its HTTP client and concurrency bound),
-// so they override them.
+// so they override them. [New], given a source already open, refuses
+// them (ErrOption).
 func WithSourceOptions(opts ...source.Option) Option {
 	return func(c *config) error { c.sourceOpts = append(c.sourceOpts, opts...); return nil }
 }

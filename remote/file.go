@@ -50,6 +50,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.endpoint != "" || cfg.offline != nil {
+		return nil, fmt.Errorf("remote: %w: WithEndpoint and WithOffline configure a Hub (NewHub); Open reads the URL it is given", ErrOption)
+	}
 	u, err := parseHTTPURL(rawURL)
 	if err != nil {
 		return nil, err

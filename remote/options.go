@@ -28,7 +28,9 @@ const (
 )
 
 // An Option configures [Open] and [NewHub]. Options reject invalid values
-// with an error instead of silently clamping them.
+// with an error instead of silently clamping them, and none is silently
+// ignored: the Hub's own ([WithEndpoint], [WithOffline]) given to Open are
+// an error.
 type Option func(*config) error
 
 type config struct {
@@ -306,7 +308,8 @@ func WithToken(token string) Option {
 }
 
 // WithEndpoint sets the Hub endpoint (default HF_ENDPOINT, else
-// https://huggingface.co). Only used by [NewHub].
+// https://huggingface.co). It configures [NewHub]; [Open], which reads the
+// URL it is given, refuses it (ErrOption).
 func WithEndpoint(endpoint string) Option {
 	return func(o *config) error {
 		u, err := url.Parse(endpoint)
@@ -319,7 +322,7 @@ func WithEndpoint(endpoint string) Option {
 }
 
 // WithOffline forbids (or allows) network access to the Hub, overriding
-// HF_HUB_OFFLINE. Only used by [NewHub].
+// HF_HUB_OFFLINE. It configures [NewHub]; [Open] refuses it (ErrOption).
 func WithOffline(offline bool) Option {
 	return func(o *config) error {
 		o.offline = &offline

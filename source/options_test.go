@@ -50,7 +50,7 @@ func TestOneOptionStyle(t *testing.T) {
 			}},
 		{"compressed.Open",
 			func() error { _, err := compressed.Open(missing, nil); return err },
-			func() error { _, err := compressed.Open(missing, compressed.WithFrameSize(1)); return err }},
+			func() error { _, err := compressed.Open(missing, compressed.WithMaxFrameSize(0)); return err }},
 		{"convert.Dir",
 			func() error { _, err := convert.Dir(context.Background(), missing, dir, nil); return err },
 			func() error {

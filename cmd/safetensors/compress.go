@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosafetensors/safetensors/compressed"
+	"github.com/gosafetensors/safetensors/source"
 )
 
 func init() {
@@ -140,7 +141,7 @@ func runCompress(ctx context.Context, stdout, stderr io.Writer, in, out string, 
 	if err != nil {
 		return usageError("--frame-size: %v", err)
 	}
-	opts := []compressed.Option{
+	opts := []compressed.WriteOption{
 		compressed.WithCodec(compressed.Codec(fl.codec)),
 		compressed.WithLevel(fl.level),
 		compressed.WithFrameSize(fs),
@@ -159,8 +160,8 @@ func runCompress(ctx context.Context, stdout, stderr io.Writer, in, out string, 
 	res, err := compressed.CompressFile(ctx, in, out, opts...)
 	bar.done()
 	if err != nil {
-		if f := detectFile(in); f != compressed.None {
-			err = &hintError{err: err, hint: fmt.Sprintf("%s is already compressed (%s)", in, f)}
+		if detectFile(in) == source.Compressed {
+			err = &hintError{err: err, hint: fmt.Sprintf("%s is already compressed (safetensors decompress restores the original)", in)}
 		}
 		return compressError(err)
 	}
@@ -177,7 +178,7 @@ func runDecompress(ctx context.Context, stdout, stderr io.Writer, in, out string
 			return usageError("cannot derive the output name from %s (expected .zst, .lz4 or .grouped.safetensors): give OUT", in)
 		}
 	}
-	opts := []compressed.Option{compressed.WithOverwrite(fl.force)}
+	opts := []compressed.ReadOption{compressed.WithOverwrite(fl.force)}
 	if fl.maxSize != "" {
 		n, err := parseSize(fl.maxSize)
 		if err != nil || n < 0 {
@@ -205,19 +206,19 @@ func runDecompress(ctx context.Context, stdout, stderr io.Writer, in, out string
 	return nil
 }
 
-// detectFile reports the compressed format of the file at path (None if
-// it cannot tell).
-func detectFile(path string) compressed.Format {
+// detectFile reports the format of the file at path, by content
+// (source.Unknown if it cannot tell).
+func detectFile(path string) source.Format {
 	f, err := os.Open(path)
 	if err != nil {
-		return compressed.None
+		return source.Unknown
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return compressed.None
+		return source.Unknown
 	}
-	format, _ := compressed.Detect(f, st.Size())
+	format, _, _ := source.Detect(f, st.Size())
 	return format
 }
 
