@@ -2,7 +2,6 @@ package sharded
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/detect"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -106,9 +106,11 @@ type Model struct {
 
 var _ safetensors.Source = (*Model)(nil)
 
-// Open opens a local model: a directory (see [OpenDir]), an index file
-// (*.index.json, or any file whose content starts with '{'), or a single
-// safetensors file.
+// Open opens a local model: a directory (see [OpenDir]), an index file or
+// a single safetensors file. A file is told an index or a safetensors file
+// by its content (as source.Detect tells every format), never by its name:
+// an index under any name opens, and a safetensors file named *.json is
+// read as one.
 func Open(ctx context.Context, path string, opts ...OpenOption) (*Model, error) {
 	if _, err := buildOpenOptions(opts); err != nil {
 		return nil, err
@@ -127,57 +129,38 @@ func Open(ctx context.Context, path string, opts ...OpenOption) (*Model, error) 
 	if err != nil {
 		return nil, err
 	}
-	if isIndexFile(f, path) {
-		defer f.Close()
-		idx, err := readIndexFrom(f, path)
-		if err != nil {
-			return nil, err
-		}
-		d, err := NewDirOpener(filepath.Dir(path))
-		if err != nil {
-			return nil, err
-		}
-		m, err := OpenIndex(ctx, idx, path, d, opts...)
-		if err != nil {
-			d.Close()
-			return nil, err
-		}
-		m.closers = append(m.closers, d.Close)
-		return m, nil
-	}
-	if _, err := buildOpenOptions(opts); err != nil {
+	if st, err = f.Stat(); err != nil { // the file opened, not the name stated
 		f.Close()
 		return nil, err
 	}
-	ls, err := openLocal(f, path)
+	format, _, _, err := detect.Detect(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if format != detect.Index {
+		ls, err := openLocal(f, path)
+		if err != nil {
+			return nil, err
+		}
+		return Single(path, ls), nil
+	}
+	defer f.Close()
+	idx, err := readIndexFrom(f, path)
 	if err != nil {
 		return nil, err
 	}
-	return Single(path, ls), nil
-}
-
-// isIndexFile tells an index from a safetensors file: by extension, else
-// by content. A safetensors file starts with a little-endian header length
-// that fits the file, which JSON text (`{"metadata"...`) never does; the
-// first byte alone is not enough ('{' is a valid low byte of a length).
-func isIndexFile(f *os.File, path string) bool {
-	switch {
-	case strings.HasSuffix(path, ".json"):
-		return true
-	case strings.HasSuffix(path, ".safetensors"):
-		return false
-	}
-	var b [8]byte
-	n, _ := f.ReadAt(b[:], 0)
-	if n < 8 || b[0] != '{' {
-		return false
-	}
-	st, err := f.Stat()
+	d, err := NewDirOpener(filepath.Dir(path))
 	if err != nil {
-		return false
+		return nil, err
 	}
-	hlen := binary.LittleEndian.Uint64(b[:])
-	return hlen > safetensors.DefaultMaxHeaderSize || hlen > uint64(st.Size())-8
+	m, err := OpenIndex(ctx, idx, path, d, opts...)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	m.closers = append(m.closers, d.Close)
+	return m, nil
 }
 
 // OpenDir opens the model in a local directory: model.safetensors if

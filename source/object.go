@@ -156,7 +156,7 @@ func newObject(name string, r io.ReaderAt, size int64, closer io.Closer) (*Objec
 		return nil, &IOError{Location: name, Op: "read", Err: err}
 	}
 	o.Prefix = buf[:n]
-	if o.Format, o.Hint, o.container, err = detect(r, o.Prefix, size); err != nil {
+	if o.Format, o.Hint, o.container, err = detectPrefix(r, o.Prefix, size); err != nil {
 		return nil, &IOError{Location: name, Op: "read", Err: err}
 	}
 	return o, nil

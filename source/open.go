@@ -40,7 +40,10 @@ func buildConfig(opts []Option) (config, error) {
 }
 
 // WithRemote passes options to HTTP and Hub readers (timeouts, retries,
-// concurrency, token, endpoint).
+// concurrency, token). The Hub's own (remote.WithEndpoint,
+// remote.WithOffline) configure the Hub hf:// locations are read through
+// (unless [WithHub] gives one); an http(s) location refuses them
+// (ErrOption).
 func WithRemote(opts ...remote.Option) Option {
 	return func(c *config) error { c.remote = append(c.remote, opts...); return nil }
 }

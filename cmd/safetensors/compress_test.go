@@ -100,7 +100,7 @@ func TestCompressCmdErrors(t *testing.T) {
 	if code, _, errOut := runCLI(t, "compress", in); code != 0 {
 		t.Fatalf("compress: %s", errOut)
 	}
-	if code, _, errOut := runCLI(t, "compress", in+".zst", filepath.Join(dir, "twice.zst")); code != 1 || !strings.Contains(errOut, "already compressed (zstd (seekable))") {
+	if code, _, errOut := runCLI(t, "compress", in+".zst", filepath.Join(dir, "twice.zst")); code != 1 || !strings.Contains(errOut, "is already compressed") {
 		t.Errorf("compressing a compressed file: exit %d, %q", code, errOut)
 	}
 	b, _ := os.ReadFile(in + ".zst")
