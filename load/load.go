@@ -153,7 +153,7 @@ func Open(ctx context.Context, loc string, opts ...Option) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := New(m, opts...)
+	l, err := newLoader(m, c)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -190,6 +190,10 @@ func New(src safetensors.Source, opts ...Option) (*Loader, error) {
 	if len(c.sourceOpts) > 0 {
 		return nil, fmt.Errorf("load: %w: WithSourceOptions configures how Open opens a location; New reads a source already open", ErrOption)
 	}
+	return newLoader(src, c)
+}
+
+func newLoader(src safetensors.Source, c config) (*Loader, error) {
 	l := &Loader{cfg: c, src: src, local: true}
 	srcIndex := map[io.ReaderAt]int{}
 	for t, err := range src.All() {
