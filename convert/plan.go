@@ -143,6 +143,9 @@ func planOnly(opts []PlanOption) (planOptions, error) {
 	return opt, err
 }
 
+// newPlan decides the plan in steps: the entry to unwrap, the entries in
+// scope (the rest skipped), the aliases dropped, the tensors written and
+// their metadata, their order in the file, and the output cap.
 func newPlan(c *torch.Checkpoint, opt planOptions) (*Plan, error) {
 	p := &Plan{opt: opt, sources: map[string]*torch.Tensor{}}
 	p.report.Format = c.Format
@@ -151,10 +154,43 @@ func newPlan(c *torch.Checkpoint, opt planOptions) (*Plan, error) {
 		return nil, err
 	}
 	p.report.Unwrapped = prefix
-	// Optimizer state is skipped wherever it sits, unless the entry asked
-	// for lies inside it (WithKey("optimizer.state")).
+	var cands []candidate
+	cands, p.report.Skipped = selectEntries(c.Entries, prefix)
+	if len(cands) == 0 && len(c.Entries) > 0 {
+		return nil, noModelTensors(p.report.Skipped, prefix)
+	}
+	var removed map[string]bool
+	if !opt.keepAliases {
+		removed, p.report.Removed = dropAliases(cands, opt.prefer, opt.discard)
+	}
+	infos, err := p.addTensors(cands, removed)
+	if err != nil {
+		return nil, err
+	}
+	p.report.Metadata = aliasMetadata(p.report.Removed)
+	if err := p.layout(infos); err != nil {
+		return nil, err
+	}
+	stored := storedBytes(p.sources)
+	if limit := opt.outputCap(stored); p.report.Bytes > limit {
+		return nil, &OutputCapError{Bytes: p.report.Bytes, Stored: stored, Cap: limit}
+	}
+	return p, nil
+}
+
+// candidate is a tensor entry in scope, under the name it is written as.
+type candidate struct {
+	name string
+	t    *torch.Tensor
+}
+
+// selectEntries returns the tensors of entries under prefix ("" for the
+// root), named relative to it, in checkpoint order, and the entries
+// skipped: outside prefix, not tensors, or optimizer state (wherever it
+// sits, unless prefix lies inside it: WithKey("optimizer.state")).
+func selectEntries(entries []torch.Entry, prefix string) ([]candidate, []Skipped) {
 	var optimizers []string
-	for _, o := range optimizerSubtrees(c.Entries) {
+	for _, o := range optimizerSubtrees(entries) {
 		if prefix == "" || !under(prefix, o) {
 			optimizers = append(optimizers, o)
 		}
@@ -167,13 +203,9 @@ func newPlan(c *torch.Checkpoint, opt planOptions) (*Plan, error) {
 		}
 		return false
 	}
-
-	type cand struct {
-		name string
-		t    *torch.Tensor
-	}
-	var cands []cand
-	for _, e := range c.Entries {
+	var cands []candidate
+	var skipped []Skipped
+	for _, e := range entries {
 		name, inScope := e.Name, true
 		if prefix != "" {
 			switch {
@@ -186,7 +218,7 @@ func newPlan(c *torch.Checkpoint, opt planOptions) (*Plan, error) {
 			}
 		}
 		skip := func(reason string) {
-			p.report.Skipped = append(p.report.Skipped, Skipped{Name: e.Name, Kind: e.Kind, Reason: reason})
+			skipped = append(skipped, Skipped{Name: e.Name, Kind: e.Kind, Reason: reason})
 		}
 		switch {
 		case !inScope && (underAny(e.Name, optimizerRoots) || inOptimizer(e.Name)):
@@ -199,45 +231,50 @@ func newPlan(c *torch.Checkpoint, opt planOptions) (*Plan, error) {
 			skip("optimizer state")
 		case e.Name == "" && prefix == "":
 			// the root is one tensor: nothing names it
-			cands = append(cands, cand{bareTensorName, e.Tensor})
+			cands = append(cands, candidate{bareTensorName, e.Tensor})
 		default:
-			cands = append(cands, cand{name, e.Tensor})
+			cands = append(cands, candidate{name, e.Tensor})
 		}
 	}
-	if len(cands) == 0 && len(c.Entries) > 0 {
-		return nil, noModelTensors(p.report.Skipped, prefix)
-	}
+	return cands, skipped
+}
 
-	// Group identical views; keep one name per group.
+// dropAliases groups identical views and keeps one name of each group
+// (chooseKept, by convert.py's rule): it returns the names dropped, and
+// the aliases sorted by name.
+func dropAliases(cands []candidate, prefer, discard []string) (map[string]bool, []Alias) {
 	removed := map[string]bool{}
-	if !opt.keepAliases {
-		groups := map[string][]string{}
-		var order []string
-		byName := map[string]*torch.Tensor{}
-		for _, c := range cands {
-			k := viewKey(c.t)
-			if _, ok := groups[k]; !ok {
-				order = append(order, k)
-			}
-			groups[k] = append(groups[k], c.name)
-			byName[c.name] = c.t
+	var aliases []Alias
+	groups := map[string][]string{}
+	var order []string
+	for _, c := range cands {
+		k := viewKey(c.t)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
 		}
-		for _, k := range order {
-			g := groups[k]
-			if len(g) < 2 {
-				continue
-			}
-			keep := chooseKept(g, opt.prefer, opt.discard)
-			for _, n := range g {
-				if n != keep {
-					removed[n] = true
-					p.report.Removed = append(p.report.Removed, Alias{Name: n, Kept: keep})
-				}
-			}
-		}
-		slices.SortFunc(p.report.Removed, func(a, b Alias) int { return strings.Compare(a.Name, b.Name) })
+		groups[k] = append(groups[k], c.name)
 	}
+	for _, k := range order {
+		g := groups[k]
+		if len(g) < 2 {
+			continue
+		}
+		keep := chooseKept(g, prefer, discard)
+		for _, n := range g {
+			if n != keep {
+				removed[n] = true
+				aliases = append(aliases, Alias{Name: n, Kept: keep})
+			}
+		}
+	}
+	slices.SortFunc(aliases, func(a, b Alias) int { return strings.Compare(a.Name, b.Name) })
+	return removed, aliases
+}
 
+// addTensors records the candidates not removed as the plan's tensors,
+// in checkpoint order, refusing names and dtypes safetensors cannot hold;
+// it returns their infos.
+func (p *Plan) addTensors(cands []candidate, removed map[string]bool) ([]safetensors.TensorInfo, error) {
 	var infos []safetensors.TensorInfo
 	for _, c := range cands {
 		if removed[c.name] {
@@ -260,19 +297,28 @@ func newPlan(c *torch.Checkpoint, opt planOptions) (*Plan, error) {
 			Materialized: !c.t.Contiguous(),
 		})
 	}
+	return infos, nil
+}
 
+// aliasMetadata is the __metadata__ written: "format": "pt" and, as
+// convert.py records them, each dropped alias naming the tensor kept (a
+// name "format" keeps the format).
+func aliasMetadata(aliases []Alias) map[string]string {
 	md := map[string]string{"format": "pt"}
-	for _, a := range p.report.Removed {
+	for _, a := range aliases {
 		if _, ok := md[a.Name]; !ok {
 			md[a.Name] = a.Kept
 		}
 	}
-	p.report.Metadata = md
+	return md
+}
 
-	// Put the tensors in file order and check the header can be written.
-	h, _, err := safetensors.Layout(infos, md)
+// layout puts the plan's tensors in file order, checking that the header
+// can be written, and sums their bytes and the file size.
+func (p *Plan) layout(infos []safetensors.TensorInfo) error {
+	h, _, err := safetensors.Layout(infos, p.report.Metadata)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+		return fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	byName := make(map[string]int, len(p.report.Tensors))
 	for i, t := range p.report.Tensors {
@@ -285,18 +331,20 @@ func newPlan(c *torch.Checkpoint, opt planOptions) (*Plan, error) {
 	}
 	p.report.Tensors = ordered
 	p.report.FileSize = h.FileSize()
+	return nil
+}
+
+// storedBytes sums the storages the sources view, each once.
+func storedBytes(sources map[string]*torch.Tensor) int64 {
 	stored := int64(0)
 	seen := map[*torch.Storage]bool{}
-	for _, t := range p.sources {
+	for _, t := range sources {
 		if !seen[t.Storage] {
 			seen[t.Storage] = true
 			stored += t.Storage.NBytes()
 		}
 	}
-	if limit := opt.outputCap(stored); p.report.Bytes > limit {
-		return nil, &OutputCapError{Bytes: p.report.Bytes, Stored: stored, Cap: limit}
-	}
-	return p, nil
+	return stored
 }
 
 // bareTensorName names the tensor of a checkpoint whose root is one tensor
