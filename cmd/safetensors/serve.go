@@ -25,6 +25,7 @@ type serveFlags struct {
 	auditTimeout, drainTimeout      time.Duration
 	drainDelay                      time.Duration
 	logLevel                        string
+	queue                           queueFlags
 }
 
 func newServeCmd() *cobra.Command {
@@ -64,11 +65,23 @@ are JSON lines on stderr and never hold a token. SIGTERM (or Ctrl-C)
 drains: /healthz answers 503 at once while connections are still
 accepted for --drain-delay (so that balancers stop sending), then no new
 connections, audits in flight finish within --drain-timeout, exit 0. A
-second signal exits at once.`,
+second signal exits at once.
+
+With --queue the service is a queue worker instead (no HTTP): it takes S3
+or GCS event notifications from a NATS JetStream durable consumer that
+every worker of a pool shares, audits each object version they name and
+writes one JSON result per version to --results; see docs/queue.md.
+
+  --queue nats://HOST:PORT/SUBJECT   a NATS server or cluster
+  --queue embedded                   a NATS server with JetStream inside
+                                     this process (listening on
+                                     --queue-listen for publishers)`,
 		Example: `  safetensors serve --root /srv/models
   safetensors serve --addr :8080 --token-file /etc/safetensors/token \
       --allow-location 'hf://**' --allow-location 'https://huggingface.co/**'
-  curl --data-binary @pytorch_model.bin 'http://127.0.0.1:8080/v1/scan?name=pytorch_model.bin'`,
+  curl --data-binary @pytorch_model.bin 'http://127.0.0.1:8080/v1/scan?name=pytorch_model.bin'
+  safetensors serve --queue nats://nats.internal:4222/uploads.events \
+      --event-location 's3://{bucket}/{key}?region=eu-west-1' --results s3://audit-results/uploads/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runServe(cmd, fl) },
 	}
@@ -87,6 +100,7 @@ second signal exits at once.`,
 	f.DurationVar(&fl.drainDelay, "drain-delay", defaultDrainDelay, "time SIGTERM goes on accepting connections, /healthz answering 503, before it stops")
 	f.DurationVar(&fl.drainTimeout, "drain-timeout", def.DrainTimeout, "time SIGTERM waits for audits in flight")
 	f.StringVar(&fl.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.queue.register(f)
 	return cmd
 }
 
@@ -96,6 +110,12 @@ second signal exits at once.`,
 const defaultDrainDelay = 5 * time.Second
 
 func runServe(cmd *cobra.Command, fl serveFlags) error {
+	if fl.queue.url != "" {
+		return runQueue(cmd, fl)
+	}
+	if err := fl.queue.unused(cmd); err != nil {
+		return err
+	}
 	lim := serve.DefaultLimits()
 	n, err := parseSize(fl.maxUpload)
 	if err != nil || n < 1 {
@@ -107,11 +127,10 @@ func runServe(cmd *cobra.Command, fl serveFlags) error {
 		return usageError("--drain-delay %v: want 0 or more", fl.drainDelay)
 	}
 	lim.DrainDelay = fl.drainDelay
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(fl.logLevel)); err != nil {
-		return usageError("--log-level %q: want debug, info, warn or error", fl.logLevel)
+	logger, err := serveLogger(cmd, fl.logLevel)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	opts := []serve.Option{serve.WithLimits(lim), serve.WithLogger(logger), serve.WithSpoolDir(fl.spoolDir),
 		serve.WithAllowLocations(fl.allowLocations...)}
 	if trust, _ := cmd.Flags().GetBool("trust-server"); trust {
@@ -153,6 +172,15 @@ func runServe(cmd *cobra.Command, fl serveFlags) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "safetensors serve: listening on http://%s/\n", l.Addr())
 	return srv.Serve(cmdContext(cmd), l)
+}
+
+// serveLogger logs JSON lines on stderr from level on.
+func serveLogger(cmd *cobra.Command, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: l})), nil
 }
 
 // loopbackAddr reports whether a listen address only accepts connections

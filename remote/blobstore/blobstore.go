@@ -119,6 +119,15 @@ func SplitURL(raw string) (bucketURL, key string, err error) {
 	return b.String(), strings.TrimPrefix(u.Path, "/"), nil
 }
 
+// ErrReadOnly reports a bucket URL whose driver cannot write objects.
+var ErrReadOnly = errors.New("this bucket URL scheme's driver cannot write objects")
+
+// JoinURL returns the URL of the object key under a bucket or prefix URL
+// (s3://bucket/results/?region=eu-west-1, file:///srv/results/): the key
+// is appended to the path, percent-encoded so that [SplitURL] gives back
+// the prefix's path joined with exactly key, and the query is kept.
+func JoinURL(prefixURL, key string) string { return objectURL(prefixURL, key) }
+
 // objectURL joins a bucket URL and a key back into an object URL that
 // SplitURL splits into the same key, whatever bytes it holds: the path is
 // percent-encoded, and a trailing '/' is written %2F so that the URL of an

@@ -2,12 +2,15 @@ package blobstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"slices"
 	"strings"
 
@@ -57,6 +60,55 @@ func (b *fileBucket) NewRangeReader(_ context.Context, key string, off, n int64,
 		n = size - off
 	}
 	return &driver.Reader{Body: &fileBody{io.NewSectionReader(f, off, n), f}, Size: size, ModTime: st.ModTime()}, nil
+}
+
+// WriteObject writes data to a temporary file beside key (created
+// exclusively, inside the root), syncs it, renames it over key and syncs
+// the directory: a reader sees the old file or the new one, and after a
+// crash the new one is there once WriteObject has returned.
+func (b *fileBucket) WriteObject(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir, base := path.Split(key)
+	if base == "" {
+		return writeError(key, errors.New("a key ending in '/' names a directory"))
+	}
+	if dir = strings.TrimSuffix(dir, "/"); dir == "" {
+		dir = "."
+	}
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return writeError(key, err)
+	}
+	tmp := path.Join(dir, "."+base+".tmp-"+hex.EncodeToString(r[:]))
+	f, err := b.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return writeError(key, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = b.root.Rename(tmp, key)
+	}
+	if err != nil {
+		_ = b.root.Remove(tmp)
+		return writeError(key, err)
+	}
+	d, err := b.root.Open(dir)
+	if err == nil {
+		err = d.Sync() // the rename made durable
+		d.Close()
+	}
+	if err != nil {
+		return writeError(key, err)
+	}
+	return nil
 }
 
 type fileBody struct {

@@ -72,7 +72,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Object, error) {
 		return nil, fmt.Errorf("%s: opening bucket: %w", redactString(rawURL), err)
 	}
 	sh := &shared{bucket: b, bucketURL: bucketURL, owned: true, sem: make(chan struct{}, cfg.concurrency), cfg: cfg}
-	return sh.open(ctx, key) // on error, the bucket is closed by release
+	return sh.open(ctx, key, "") // on error, the bucket is closed by release
 }
 
 // splitObjectURL is SplitURL for a URL that must name an object.
@@ -100,10 +100,12 @@ func (o *Object) Sibling(ctx context.Context, rel string) (*Object, error) {
 	if o.closed.Load() {
 		return nil, &remote.Error{Name: o.name, Op: "open sibling", Off: -1, Len: -1, Err: remote.ErrClosed}
 	}
-	return o.shared.open(ctx, path.Join(path.Dir(o.key), rel))
+	return o.shared.open(ctx, path.Join(path.Dir(o.key), rel), "")
 }
 
-func (sh *shared) open(ctx context.Context, key string) (*Object, error) {
+// open opens key with its first read; a non-empty version pins that read
+// already (and the answer must carry that version).
+func (sh *shared) open(ctx context.Context, key, version string) (*Object, error) {
 	o := &Object{shared: sh, ctx: ctx, key: key, name: redactString(objectURL(sh.bucketURL, key))}
 	sh.refs.Add(1)
 	n := sh.cfg.prefetch
@@ -114,13 +116,22 @@ func (sh *shared) open(ctx context.Context, key string) (*Object, error) {
 	}
 	defer func() { <-sh.sem }()
 	o.stats.requests.Add(1)
-	r, err := sh.bucket.NewRangeReader(ctx, key, 0, n, "")
+	r, err := sh.bucket.NewRangeReader(ctx, key, 0, n, version)
 	if err != nil {
 		sh.release()
 		return nil, o.ioError("open", -1, -1, sanitize(err))
 	}
 	defer r.Body.Close()
 	o.size, o.modTime, o.etag = r.Size, r.ModTime, r.Version
+	if version != "" && r.Version != version {
+		// a store that ignores the precondition sent another version's
+		// bytes, or bytes it names no version of: never used
+		sh.release()
+		if r.Version == "" {
+			return nil, o.ioError("open", -1, -1, fmt.Errorf("the store names no version of its objects: version %s cannot be pinned", version))
+		}
+		return nil, o.ioError("open", -1, -1, fmt.Errorf("%w: %s: version %s asked for, the store answered with %s", remote.ErrObjectChanged, o.name, version, r.Version))
+	}
 	if o.size < 0 {
 		sh.release()
 		return nil, o.ioError("open", -1, -1, fmt.Errorf("%w: negative object size %d", remote.ErrProtocol, o.size))

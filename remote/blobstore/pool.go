@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/gosafetensors/safetensors/remote"
+	"github.com/gosafetensors/safetensors/remote/blobstore/internal/driver"
 )
 
 // A Pool keeps one open bucket client per bucket URL — one set of
@@ -85,6 +86,18 @@ func (p *Pool) bucket(ctx context.Context, bucketURL string) (*shared, error) {
 // Open opens the object at rawURL with the pool's client for its bucket.
 // Closing the object leaves the client open for the pool's other objects.
 func (p *Pool) Open(ctx context.Context, rawURL string) (*Object, error) {
+	return p.OpenVersion(ctx, rawURL, "")
+}
+
+// OpenVersion is Open of one version of the object, spelt as
+// [Object.ETag] returns it (an S3 or Azure ETag with its quotes,
+// "generation N" on GCS): the first read already sends it as a
+// precondition and its answer must carry it, so an object changed since
+// that version fails with an error wrapping remote.ErrObjectChanged and no
+// byte of another version is read. An empty version is Open. Stores
+// without versions (file://) cannot pin one: there OpenVersion of a
+// non-empty version fails.
+func (p *Pool) OpenVersion(ctx context.Context, rawURL, version string) (*Object, error) {
 	bucketURL, key, err := splitObjectURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -95,7 +108,33 @@ func (p *Pool) Open(ctx context.Context, rawURL string) (*Object, error) {
 	}
 	// Each object gets its own bound on reads in flight, sharing the client.
 	o := &shared{bucket: sh.bucket, bucketURL: bucketURL, sem: make(chan struct{}, p.cfg.concurrency), cfg: p.cfg}
-	return o.open(ctx, key)
+	return o.open(ctx, key, version)
+}
+
+// Write stores data as the object at rawURL with the pool's client for its
+// bucket, whole: a reader sees the object as it was or as data, never
+// part of it, and when Write returns nil the store has the object durably
+// (S3 and GCS acknowledge a write once stored; file:// writes a
+// temporary file beside it, syncs it, renames it over the object and
+// syncs the directory; the directory, which is the bucket, must exist). A
+// driver that cannot write fails with [ErrReadOnly].
+func (p *Pool) Write(ctx context.Context, rawURL string, data []byte) error {
+	bucketURL, key, err := splitObjectURL(rawURL)
+	if err != nil {
+		return err
+	}
+	sh, err := p.bucket(ctx, bucketURL)
+	if err != nil {
+		return fmt.Errorf("%s: opening bucket: %w", redactString(rawURL), err)
+	}
+	w, ok := sh.bucket.(driver.Writer)
+	if !ok {
+		return fmt.Errorf("%s: %w", redactString(rawURL), ErrReadOnly)
+	}
+	if err := w.WriteObject(ctx, key, data); err != nil {
+		return &remote.Error{Name: redactString(rawURL), Op: "write", Off: -1, Len: int64(len(data)), Err: sanitize(err)}
+	}
+	return nil
 }
 
 // Objects streams a listing with the pool's client, as [Objects] does.

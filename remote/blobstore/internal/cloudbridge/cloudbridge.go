@@ -113,6 +113,15 @@ func (b *bucket) NewRangeReader(ctx context.Context, key string, off, n int64, v
 	return &driver.Reader{Body: r, Size: r.Size(), ModTime: r.ModTime(), Version: b.h.Version(r)}, nil
 }
 
+// WriteObject stores data with gocloud's WriteAll (one upload, visible
+// whole once stored), only under a key gocloud sends unchanged.
+func (b *bucket) WriteObject(ctx context.Context, key string, data []byte) error {
+	if !utf8.ValidString(key) || !b.h.Safe(key) {
+		return fmt.Errorf("%w: %q would be written under another name", driver.ErrUnreadableKey, key)
+	}
+	return b.b.WriteAll(ctx, key, data, nil)
+}
+
 // maxRequestsPerPage bounds the list requests gocloud makes for one page
 // (it fetches until it has pageSize objects), so that a server answering
 // every request with a new token and no keys cannot keep one call going.

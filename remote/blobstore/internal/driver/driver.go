@@ -55,6 +55,14 @@ type Bucket interface {
 	Close() error
 }
 
+// Writer is a Bucket that can store objects.
+type Writer interface {
+	// WriteObject stores data as the object key, whole: a reader sees the
+	// object as it was or as data, never part of it. When it returns nil
+	// the store holds the object durably.
+	WriteObject(ctx context.Context, key string, data []byte) error
+}
+
 // Config is what blobstore asks of every driver's client.
 type Config struct {
 	// MaxConns bounds the connections open to the store at once.

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gosafetensors/safetensors/queue"
+	"github.com/gosafetensors/safetensors/queue/embedded"
+)
+
+func TestServeQueueUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--results", "file:///tmp/r/"}, "--results is a flag of --queue"},
+		{[]string{"serve", "--queue", "nats://127.0.0.1:1/s"}, "needs --results"},
+		{[]string{"serve", "--queue", "http://127.0.0.1:1/s", "--results", "file:///tmp/r/"}, "want nats://"},
+		{[]string{"serve", "--queue", "nats://127.0.0.1:1/s", "--results", "file:///tmp/r/", "--addr", "127.0.0.1:9"}, "serves no HTTP"},
+		{[]string{"serve", "--queue", "embedded", "--queue-listen", "0.0.0.0:4222", "--results", "file:///tmp/r/"}, "not a loopback address"},
+		{[]string{"serve", "--queue", "nats://127.0.0.1:1/s", "--results", "file:///tmp/r/", "--event-location", "s3://{bucket}/x"}, "{key}"},
+	} {
+		code, _, errOut := runCLI(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 saying %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// safetensors serve --queue against a real NATS server on loopback and
+// gofakes3: each object an event names gets a result document whose scan
+// fields are byte for byte what scan --json prints for the same bytes;
+// SIGTERM drains and exits 0.
+func TestServeQueue(t *testing.T) {
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
+		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
+	} {
+		t.Setenv(k, v)
+	}
+	be := s3mem.New()
+	s3 := httptest.NewServer(gofakes3.New(be).Server())
+	defer s3.Close()
+	be.CreateBucket("uploads")
+	ns, err := embedded.Start(embedded.WithStoreDir(t.TempDir()), embedded.WithAddr("127.0.0.1:0"), embedded.WithSyncAlways(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	results := t.TempDir()
+	pr, pw := io.Pipe()
+	codes := make(chan int, 1)
+	go func() {
+		codes <- run([]string{"serve", "--queue", ns.ClientURL() + "/uploads.events", "--results", "file://" + filepath.ToSlash(results),
+			"--event-location", "s3://{bucket}/{key}?endpoint=" + url.QueryEscape(s3.URL) + "&use_path_style=true&region=us-east-1",
+			"--ack-wait", "5s", "--max-concurrent", "2"}, io.Discard, pw)
+		pw.Close()
+	}()
+	go io.Copy(io.Discard, pr)
+	waitUntil(t, "the worker's consumer", func() bool {
+		_, err := js.Consumer(context.Background(), queue.DefaultStream, queue.DefaultConsumer)
+		return err == nil
+	})
+	files := []string{"torch/tiny_transformer.bin", "malicious/reduce_posix_system_p2.pkl", "broken/truncated_zip_half.bin", "torch/tiny_transformer.safetensors"}
+	for i, f := range files {
+		b, err := os.ReadFile("../../testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := "in/" + f
+		be.PutObject("uploads", key, map[string]string{}, bytes.NewReader(b), int64(len(b)), nil)
+		sum := md5.Sum(b)
+		ev := fmt.Sprintf(`{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"uploads"},"object":{"key":%q,"size":%d,"eTag":%q,"sequencer":"%02d"}}}]}`,
+			url.QueryEscape(key), len(b), hex.EncodeToString(sum[:]), i)
+		if _, err := js.Publish(context.Background(), "uploads.events", []byte(ev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "4 results", func() bool {
+		m, _ := filepath.Glob(filepath.Join(results, "uploads", "*.json"))
+		return len(m) == len(files)
+	})
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-codes:
+		if code != 0 {
+			t.Fatalf("exit %d after SIGTERM", code)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the worker did not exit after SIGTERM")
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile("../../testdata/" + f)
+		sum := md5.Sum(b)
+		ev := queue.Event{Bucket: "uploads", Key: "in/" + f, ETag: hex.EncodeToString(sum[:])}
+		doc, err := os.ReadFile(filepath.Join(results, filepath.FromSlash(queue.ResultKey(&ev))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		json.Unmarshal(doc, &got)
+		_, out, _ := runCLI(t, "scan", "--json", "../../testdata/"+f)
+		var want []map[string]any
+		json.Unmarshal([]byte(out), &want)
+		if len(want) != 1 {
+			t.Fatalf("scan --json %s: %s", f, out)
+		}
+		for k, v := range want[0] {
+			if k == "path" {
+				continue
+			}
+			if gb, wb := jsonOf(got[k]), jsonOf(v); gb != wb {
+				t.Errorf("%s: %s is %s in the result, %s in scan --json", f, k, gb, wb)
+			}
+		}
+		if got["bucket"] != "uploads" || got["key"] != "in/"+f || got["attempts"] != 1.0 {
+			t.Errorf("%s: %s", f, doc)
+		}
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

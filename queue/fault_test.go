@@ -1,0 +1,275 @@
+//go:build linux
+
+package queue_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gosafetensors/safetensors/queue"
+)
+
+// TestMain runs a worker process when the fault test re-executes the
+// test binary as one.
+func TestMain(m *testing.M) {
+	if os.Getenv("QUEUE_TEST_WORKER") == "1" {
+		os.Exit(workerProcess())
+	}
+	os.Exit(m.Run())
+}
+
+// workerProcess is one worker of the pool: it runs until SIGTERM, then
+// drains and exits 0.
+func workerProcess() int {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	nc, err := nats.Connect(os.Getenv("QUEUE_NATS"))
+	if err != nil {
+		log.Error("connect", "error", err.Error())
+		return 2
+	}
+	defer nc.Close()
+	w, err := queue.New(nc, queue.WithResults(os.Getenv("QUEUE_RESULTS")), queue.WithEventLocation(os.Getenv("QUEUE_LOCATION")),
+		queue.WithConcurrency(2), queue.WithAckWait(time.Second), queue.WithRetryDelay(50*time.Millisecond),
+		queue.WithPollWait(200*time.Millisecond), queue.WithDrainTimeout(20*time.Second), queue.WithLogger(log))
+	if err != nil {
+		log.Error("new", "error", err.Error())
+		return 2
+	}
+	defer w.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := w.Run(ctx); err != nil {
+		log.Error("run", "error", err.Error())
+		return 1
+	}
+	return 0
+}
+
+// child is a worker process and what its log says.
+type child struct {
+	cmd      *exec.Cmd
+	mu       sync.Mutex
+	inflight map[string]bool // result keys being audited
+	log      strings.Builder
+	drained  bool
+	done     chan struct{} // the log is read to its end
+}
+
+func startChild(t *testing.T, env []string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append(env, "QUEUE_TEST_WORKER=1")...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, inflight: map[string]bool{}, done: make(chan struct{})}
+	go c.read(stderr)
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return c
+}
+
+func (c *child) read(r io.Reader) {
+	defer close(c.done)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct{ Msg, Key string }
+		json.Unmarshal(sc.Bytes(), &rec)
+		c.mu.Lock()
+		switch rec.Msg {
+		case "auditing":
+			c.inflight[rec.Key] = true
+		case "result written":
+			delete(c.inflight, rec.Key)
+		case "drained":
+			c.drained = true
+		}
+		if rec.Msg != "auditing" && rec.Msg != "result written" {
+			c.log.Write(sc.Bytes())
+			c.log.WriteByte('\n')
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *child) inFlight() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return keys(c.inflight)
+}
+
+// peakRSS reads the process's peak resident set (VmHWM), in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
+
+// The pool under faults: events for clean, dangerous, broken and
+// safetensors uploads, three worker processes sharing one consumer, one
+// SIGKILLed mid-audit and started again, one SIGTERMed (it drains and
+// exits 0). Every object ends with exactly one result document, with the
+// verdict scan gives its bytes; the messages the killed worker held are
+// delivered again to the others; each worker's peak RSS stays bounded.
+// 60 objects by default, 1,000 with GOSAFETENSORS_LONG=1.
+func TestFaultPool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	n, delay := 60, 40*time.Millisecond
+	if os.Getenv("GOSAFETENSORS_LONG") == "1" {
+		n, delay = 1000, 15*time.Millisecond
+	}
+	fx := fixtures(t)
+	s := newStore(t, "uploads")
+	s.delay.Store(int64(delay)) // so that audits are in flight when a worker dies
+	srv := startNATS(t)
+	_, js := connect(t, srv)
+	ensureStream(t, js, queue.DefaultSubject)
+	results := t.TempDir()
+	type upload struct {
+		key, etag string
+		f         fixture
+	}
+	ups := map[string]upload{}
+	for i := range n {
+		f := fx[i%len(fx)]
+		key := fmt.Sprintf("in/%04d-%s.bin", i, f.kind)
+		etag := s.put(t, "uploads", key, f.data)
+		ev := queue.Event{Bucket: "uploads", Key: key, ETag: etag}
+		ups[queue.ResultKey(&ev)] = upload{key, etag, f}
+		publish(t, js, queue.DefaultSubject, s3Event("uploads", key, etag, len(f.data), i))
+	}
+	env := []string{"QUEUE_NATS=" + srv.ClientURL(), "QUEUE_RESULTS=file://" + filepath.ToSlash(results), "QUEUE_LOCATION=" + s.location()}
+	var workers []*child
+	for range 3 {
+		workers = append(workers, startChild(t, env))
+	}
+	const maxRSS = 200 << 20
+	rss := map[string]int64{}
+
+	// SIGKILL worker 0 while it audits, a quarter of the way, and start
+	// another in its place.
+	waitFor(t, 2*time.Minute, "a quarter of the results and worker 0 mid-audit", func() bool {
+		return countResults(results) >= n/4 && len(workers[0].inFlight()) > 0
+	})
+	rss["killed"] = peakRSS(t, workers[0].cmd.Process.Pid)
+	workers[0].cmd.Process.Signal(syscall.SIGKILL)
+	killedHeld := workers[0].inFlight()
+	workers[0].cmd.Wait()
+	<-workers[0].done
+	workers[0] = startChild(t, env)
+
+	// SIGTERM worker 1 half way: it drains and exits 0.
+	waitFor(t, 2*time.Minute, "half the results", func() bool { return countResults(results) >= n/2 })
+	rss["terminated"] = peakRSS(t, workers[1].cmd.Process.Pid)
+	workers[1].cmd.Process.Signal(syscall.SIGTERM)
+	if err := workers[1].cmd.Wait(); err != nil {
+		t.Fatalf("the SIGTERMed worker: %v\n%s", err, workers[1].log.String())
+	}
+	<-workers[1].done
+	if !workers[1].drained {
+		t.Errorf("the SIGTERMed worker did not drain:\n%s", workers[1].log.String())
+	}
+
+	waitFor(t, time.Minute+time.Duration(n)*200*time.Millisecond, fmt.Sprintf("%d results", n), func() bool { return countResults(results) >= n })
+	waitFor(t, 30*time.Second, "every message acknowledged", func() bool { return pending(t, js) == 0 })
+	for i, w := range []*child{workers[0], workers[2]} {
+		rss[fmt.Sprintf("worker %d", i)] = peakRSS(t, w.cmd.Process.Pid)
+		w.cmd.Process.Signal(syscall.SIGTERM)
+		if err := w.cmd.Wait(); err != nil {
+			t.Errorf("worker: %v\n%s", err, w.log.String())
+		}
+	}
+	for k, v := range rss {
+		if v > maxRSS {
+			t.Errorf("%s worker: peak RSS %d MB, want at most %d MB", k, v>>20, maxRSS>>20)
+		}
+	}
+
+	docs := readResults(t, results)
+	temps := 0
+	redelivered := 0
+	for k, r := range docs {
+		if r == nil {
+			temps++ // a write the SIGKILL cut short
+			continue
+		}
+		u, ok := ups[filepath.ToSlash(k)]
+		if !ok {
+			t.Errorf("a document for no upload: %s %+v", k, r)
+			continue
+		}
+		if !sameReport(r.ScanReport, u.f.want) || r.Key != u.key || r.ETag != u.etag || r.Changed {
+			t.Errorf("%s: verdict %v (%+v), want %v", u.key, r.Verdict, r, u.f.want.Verdict)
+		}
+		if r.Attempts > 1 {
+			redelivered++
+		}
+		delete(ups, filepath.ToSlash(k))
+	}
+	if len(ups) != 0 {
+		t.Errorf("%d objects without a result: %v", len(ups), keys(ups))
+	}
+	if temps > 2 {
+		t.Errorf("%d temporary files left", temps)
+	}
+	// what the killed worker held was audited again by the others
+	again := 0
+	for _, k := range killedHeld {
+		if r := docs[filepath.FromSlash(k)]; r != nil && r.Attempts > 1 {
+			again++
+		}
+	}
+	if again == 0 {
+		t.Errorf("none of the %d objects the killed worker held (%v) was delivered again", len(killedHeld), killedHeld)
+	}
+	t.Logf("%d objects, %d results redelivered (%d of the %d the killed worker held), %d temporary files; peak RSS %v MB",
+		n, redelivered, again, len(killedHeld), temps, mb(rss))
+}
+
+func mb(m map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		out[k] = v >> 20
+	}
+	return out
+}
