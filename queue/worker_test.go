@@ -3,6 +3,8 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,7 +156,122 @@ func TestWorker(t *testing.T) {
 	if n := countResults(results); n != want {
 		t.Errorf("%d documents after redelivery, want %d", n, want)
 	}
+
+	// The same ETag in a new event (a new sequencer: another upload of
+	// the key, which an MD5 collision could make other bytes) is read
+	// again and its document rewritten; a version ID names one write, so
+	// its result stands for any event naming it.
+	u := ups[1]
+	st = w.Stats()
+	publish(t, js, queue.DefaultSubject, s3Event("uploads", u.key, u.etag, len(u.f.data), 500))
+	waitFor(t, 30*time.Second, "the new upload", func() bool { return w.Stats().Results > st.Results })
+	if g := s.getsOf("uploads", u.key); g != before[u.key]+1 {
+		t.Errorf("a new upload with the same ETag: %d GETs, want %d", g, before[u.key]+1)
+	}
+	versioned := func(seq int) []byte {
+		return []byte(fmt.Sprintf(`{"Records":[{"eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"uploads"},"object":{"key":%q,"eTag":%q,"versionId":"3/L4kqtJl+cpXroDTDmJ=","sequencer":"%d"}}}]}`,
+			url.QueryEscape(u.key), u.etag, seq))
+	}
+	publish(t, js, queue.DefaultSubject, versioned(600))
+	ev = queue.Event{Bucket: "uploads", Key: u.key, ETag: u.etag, VersionID: "3/L4kqtJl+cpXroDTDmJ="}
+	waitFor(t, 30*time.Second, "the versioned result", func() bool { return readResults(t, results)[filepath.FromSlash(queue.ResultKey(&ev))] != nil })
+	gets := s.getsOf("uploads", u.key)
+	st = w.Stats()
+	publish(t, js, queue.DefaultSubject, versioned(601))
+	waitFor(t, 30*time.Second, "the versioned event again", func() bool { return w.Stats().Reused > st.Reused })
+	if g := s.getsOf("uploads", u.key); g != gets {
+		t.Errorf("a version ID audited twice (%d GETs, then %d)", gets, g)
+	}
+	if r := readResults(t, results)[filepath.FromSlash(queue.ResultKey(&ev))]; r == nil || r.Version != ev.VersionID || r.Verdict != u.f.want.Verdict {
+		t.Errorf("versioned result: %+v", r)
+	}
 	t.Logf("stats %+v", w.Stats())
+}
+
+// GCS notifications (the object resource, its attributes in headers),
+// here against objects in a local directory: the generation names the
+// version; an object whose size is not the announced one is reported
+// changed.
+func TestWorkerGCSEvents(t *testing.T) {
+	fx := fixtures(t)
+	srv := startNATS(t)
+	nc, js := connect(t, srv)
+	objects, results := t.TempDir(), t.TempDir()
+	w := runWorker(t, nc, queue.WithResults("file://"+filepath.ToSlash(results)), queue.WithEventLocation("file://"+filepath.ToSlash(objects)+"/{key}"),
+		queue.WithPollWait(100*time.Millisecond), queue.WithBuckets("models"))
+	waitConsumer(t, js)
+	for i, f := range fx {
+		name := f.kind + ".bin"
+		if err := os.WriteFile(filepath.Join(objects, name), f.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		size := len(f.data)
+		if i == 0 {
+			size++ // the object on disk is not the one announced
+		}
+		msg := nats.NewMsg(queue.DefaultSubject)
+		msg.Data = []byte(fmt.Sprintf(`{"kind":"storage#object","bucket":"models","name":%q,"generation":"17000000000%02d","size":"%d"}`, name, i, size))
+		msg.Header.Set("eventType", "OBJECT_FINALIZE")
+		if _, err := js.PublishMsg(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a bucket this worker does not audit
+	publish(t, js, queue.DefaultSubject, []byte(`{"kind":"storage#object","bucket":"other","name":"x.bin","generation":"1"}`))
+	waitFor(t, 30*time.Second, "the results", func() bool { return countResults(results) >= len(fx)+1 })
+	docs := readResults(t, results)
+	for i, f := range fx {
+		ev := queue.Event{Bucket: "models", Key: f.kind + ".bin", Generation: fmt.Sprintf("17000000000%02d", i)}
+		r := docs[filepath.FromSlash(queue.ResultKey(&ev))]
+		switch {
+		case r == nil:
+			t.Errorf("%s: no result", f.kind)
+		case i == 0 && (!r.Changed || r.Verdict != audit.Error):
+			t.Errorf("%s: %+v, want changed", f.kind, r)
+		case i > 0 && !sameReport(r.ScanReport, f.want):
+			t.Errorf("%s: %+v, want %v", f.kind, r, f.want.Verdict)
+		}
+	}
+	ev := queue.Event{Bucket: "other", Key: "x.bin", Generation: "1"}
+	if r := docs[filepath.FromSlash(queue.ResultKey(&ev))]; r == nil || r.Verdict != audit.Error || !strings.Contains(r.Error, "not one this worker audits") {
+		t.Errorf("another bucket: %+v", r)
+	}
+	if st := w.Stats(); st.Audited != int64(len(fx)) {
+		t.Errorf("stats %+v: the other bucket was read", st)
+	}
+}
+
+// An audit longer than the ack wait is not delivered to another worker:
+// the worker's heartbeats keep the message its own.
+func TestHeartbeat(t *testing.T) {
+	fx := fixtures(t)
+	s := newStore(t, "uploads")
+	srv := startNATS(t)
+	results := t.TempDir()
+	var ws []*queue.Worker
+	for range 2 {
+		nc, _ := connect(t, srv)
+		ws = append(ws, runWorker(t, nc, queue.WithResults("file://"+filepath.ToSlash(results)), queue.WithEventLocation(s.location()),
+			queue.WithAckWait(500*time.Millisecond), queue.WithPollWait(100*time.Millisecond)))
+	}
+	_, js := connect(t, srv)
+	waitConsumer(t, js)
+	etag := s.put(t, "uploads", "in/long.bin", fx[0].data)
+	s.slow.Store("/uploads/in/long.bin", 2*time.Second) // four ack waits
+	publish(t, js, queue.DefaultSubject, s3Event("uploads", "in/long.bin", etag, len(fx[0].data), 1))
+	waitFor(t, 30*time.Second, "the result", func() bool { return countResults(results) == 1 })
+	time.Sleep(time.Second) // a redelivery would have come by now
+	ev := queue.Event{Bucket: "uploads", Key: "in/long.bin", ETag: etag}
+	r := readResults(t, results)[filepath.FromSlash(queue.ResultKey(&ev))]
+	if r == nil || r.Attempts != 1 || r.Verdict != fx[0].want.Verdict {
+		t.Fatalf("result %+v", r)
+	}
+	if g := s.getsOf("uploads", "in/long.bin"); g != 1 {
+		t.Errorf("the object was read %d times, want once", g)
+	}
+	if m := ws[0].Stats().Messages + ws[1].Stats().Messages; m != 1 {
+		t.Errorf("%d deliveries, want 1", m)
+	}
 }
 
 func keys[V any](m map[string]V) []string {

@@ -158,8 +158,6 @@ func runQueue(cmd *cobra.Command, fl serveFlags) error {
 		return usageError("%v", err)
 	}
 	defer w.Close()
-	drainOnSignal.Store(true)
-	defer drainOnSignal.Store(false)
 	if err := w.Run(cmdContext(cmd)); err != nil {
 		return &exitError{Code: exitNoCheck, Err: err}
 	}
