@@ -66,7 +66,7 @@ func BenchmarkPool(b *testing.B) {
 			for range workers {
 				nc, _ := connect(b, srv)
 				w, err := queue.New(nc, queue.WithResults(results), queue.WithEventLocation(s.location()),
-					queue.WithConcurrency(1), queue.WithPollWait(50*time.Millisecond))
+					queue.WithConcurrency(1), queue.WithPollWait(50*time.Millisecond), queue.WithLogger(quiet))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 // return nil).
 func runWorker(t *testing.T, nc *nats.Conn, opts ...queue.Option) *queue.Worker {
 	t.Helper()
-	w, err := queue.New(nc, opts...)
+	w, err := queue.New(nc, append([]queue.Option{queue.WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +38,14 @@ func runWorker(t *testing.T, nc *nats.Conn, opts ...queue.Option) *queue.Worker 
 	})
 	return w
 }
+
+// quiet drops the workers' logs (run -v with GOSAFETENSORS_QUEUE_LOG=1 to see them).
+var quiet = func() *slog.Logger {
+	if os.Getenv("GOSAFETENSORS_QUEUE_LOG") == "1" {
+		return slog.Default()
+	}
+	return slog.New(slog.DiscardHandler)
+}()
 
 // waitConsumer waits until a worker made the stream and the consumer.
 func waitConsumer(t *testing.T, js jetstream.JetStream) {
