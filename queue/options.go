@@ -208,7 +208,7 @@ func WithConcurrency(n int) Option {
 // WithAckWait sets the ack wait of a consumer the worker creates (default
 // [DefaultAckWait]): a message not acknowledged within it is delivered
 // again, to any worker. A worker auditing a message tells the server it
-// is still at work every third of it.
+// is still at work four times per ack wait.
 func WithAckWait(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 100*time.Millisecond {

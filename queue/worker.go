@@ -193,7 +193,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	slots := make(chan struct{}, w.cfg.concurrency)
 	var inflight sync.WaitGroup
 	for ctx.Err() == nil {
-		slots <- struct{}{} // wait for one free slot
+		select { // wait for one free slot
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
 		n := 1
 		for n < w.cfg.concurrency {
 			select {
@@ -313,8 +317,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 }
 
-// heartbeat tells the server the message is being worked on, every third
-// of the ack wait, until stopped: a long audit is not delivered to another
+// heartbeat tells the server the message is being worked on, four times
+// per ack wait, until stopped: a long audit is not delivered to another
 // worker, and a worker that dies stops beating, so its message is
 // delivered again after the ack wait.
 func (w *Worker) heartbeat(msg jetstream.Msg) (stop func()) {
@@ -323,7 +327,7 @@ func (w *Worker) heartbeat(msg jetstream.Msg) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(max(w.ackWait/3, 10*time.Millisecond))
+		t := time.NewTicker(max(w.ackWait/4, 10*time.Millisecond))
 		defer t.Stop()
 		for {
 			select {

@@ -69,7 +69,7 @@ func TestWorker(t *testing.T) {
 	nc, js := connect(t, srv)
 	results := t.TempDir()
 	w := runWorker(t, nc, queue.WithResults("file://"+filepath.ToSlash(results)), queue.WithEventLocation(s.location()),
-		queue.WithAckWait(time.Second), queue.WithMaxDeliver(3), queue.WithRetryDelay(10*time.Millisecond),
+		queue.WithAckWait(2*time.Second), queue.WithMaxDeliver(3), queue.WithRetryDelay(10*time.Millisecond),
 		queue.WithAuditTimeout(2*time.Second), queue.WithPollWait(100*time.Millisecond))
 	waitConsumer(t, js)
 
@@ -261,12 +261,12 @@ func TestHeartbeat(t *testing.T) {
 	for range 2 {
 		nc, _ := connect(t, srv)
 		ws = append(ws, runWorker(t, nc, queue.WithResults("file://"+filepath.ToSlash(results)), queue.WithEventLocation(s.location()),
-			queue.WithAckWait(500*time.Millisecond), queue.WithPollWait(100*time.Millisecond)))
+			queue.WithAckWait(time.Second), queue.WithPollWait(100*time.Millisecond)))
 	}
 	_, js := connect(t, srv)
 	waitConsumer(t, js)
 	etag := s.put(t, "uploads", "in/long.bin", fx[0].data)
-	s.slow.Store("/uploads/in/long.bin", 2*time.Second) // four ack waits
+	s.slow.Store("/uploads/in/long.bin", 3*time.Second) // three ack waits
 	publish(t, js, queue.DefaultSubject, s3Event("uploads", "in/long.bin", etag, len(fx[0].data), 1))
 	waitFor(t, 30*time.Second, "the result", func() bool { return countResults(results) == 1 })
 	time.Sleep(time.Second) // a redelivery would have come by now
