@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -62,13 +61,5 @@ func TestServeQueueEmbedded(t *testing.T) {
 	if !strings.Contains(string(doc), `"verdict": "dangerous"`) {
 		t.Errorf("result: %s", doc)
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	select {
-	case code := <-codes:
-		if code != 0 {
-			t.Fatalf("exit %d after SIGTERM", code)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the worker did not exit after SIGTERM")
-	}
+	sigtermExitsZero(t, codes)
 }

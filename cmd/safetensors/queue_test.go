@@ -105,15 +105,7 @@ func TestServeQueue(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(results, "uploads", "*.json"))
 		return len(m) == len(files)
 	})
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	select {
-	case code := <-codes:
-		if code != 0 {
-			t.Fatalf("exit %d after SIGTERM", code)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the worker did not exit after SIGTERM")
-	}
+	sigtermExitsZero(t, codes)
 	for _, f := range files {
 		b, _ := os.ReadFile("../../testdata/" + f)
 		sum := md5.Sum(b)
@@ -141,6 +133,21 @@ func TestServeQueue(t *testing.T) {
 		if got["bucket"] != "uploads" || got["key"] != "in/"+f || got["attempts"] != 1.0 {
 			t.Errorf("%s: %s", f, doc)
 		}
+	}
+}
+
+// sigtermExitsZero sends this process SIGTERM and waits for the command
+// running in it to exit 0.
+func sigtermExitsZero(t *testing.T, codes <-chan int) {
+	t.Helper()
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-codes:
+		if code != 0 {
+			t.Fatalf("exit %d after SIGTERM", code)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the worker did not exit after SIGTERM")
 	}
 }
 
