@@ -57,7 +57,7 @@ var queueOnly = []string{"results", "event-location", "queue-stream", "queue-con
 	"queue-store", "queue-listen", "ack-wait", "max-deliver", "allow-bucket"}
 
 // httpOnly are the flags that mean nothing with --queue.
-var httpOnly = []string{"addr", "root", "allow-location", "allow-address", "spool-dir", "max-upload", "max-queued"}
+var httpOnly = []string{"addr", "root", "allow-location", "allow-address", "spool-dir", "max-upload", "max-queued", "drain-delay"}
 
 // unused refuses queue flags given without --queue.
 func (q *queueFlags) unused(cmd *cobra.Command) error {
