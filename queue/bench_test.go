@@ -54,10 +54,10 @@ func BenchmarkPool(b *testing.B) {
 			results := "file://" + filepath.ToSlash(b.TempDir())
 			if c.results == "s3" {
 				bucket := fmt.Sprintf("results%d", time.Now().UnixNano())
-				if err := s.be.CreateBucket(bucket); err != nil {
+				if err := s.Backend.CreateBucket(bucket); err != nil {
 					b.Fatal(err)
 				}
-				results = "s3://" + bucket + "/?" + s.query()
+				results = "s3://" + bucket + "/?" + s.Query()
 			}
 			b.ResetTimer()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -104,7 +104,7 @@ func BenchmarkPool(b *testing.B) {
 				defer wg.Done()
 				for i := range next {
 					o := objs[i%objects]
-					loc := blobstore.JoinURL("s3://uploads/?"+s.query(), o.key)
+					loc := blobstore.JoinURL("s3://uploads/?"+s.Query(), o.key)
 					bo, err := pool.OpenVersion(context.Background(), loc, `"`+o.etag+`"`)
 					if err != nil {
 						b.Error(err)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,12 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/gosafetensors/safetensors/audit"
+	"github.com/gosafetensors/safetensors/internal/s3test"
 	"github.com/gosafetensors/safetensors/queue"
 	"github.com/gosafetensors/safetensors/queue/embedded"
 	_ "github.com/gosafetensors/safetensors/remote/blobstore/s3store"
@@ -63,34 +61,22 @@ func fixtures(t testing.TB) []fixture {
 	return fs
 }
 
-// store is gofakes3 on loopback with the real AWS SDK's credentials chain
-// pointed at fake keys; it counts the GETs of every key and can slow them.
+// store is gofakes3 on loopback (internal/s3test) with the real AWS SDK's
+// credentials chain pointed at fake keys; it counts the GETs of every key
+// and can slow them.
 type store struct {
-	be    *s3mem.Backend
-	srv   *httptest.Server
+	*s3test.Server
 	delay atomic.Int64 // per GET, in nanoseconds
 	slow  sync.Map     // key -> time.Duration: a GET of it takes that long
 	mu    sync.Mutex
 	gets  map[string]int
 }
 
-func awsEnv(t testing.TB) map[string]string {
-	dir := t.TempDir()
-	return map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
-	}
-}
-
 func newStore(t testing.TB, buckets ...string) *store {
 	t.Helper()
-	for k, v := range awsEnv(t) {
-		t.Setenv(k, v)
-	}
-	s := &store{be: s3mem.New(), gets: map[string]int{}}
-	h := gofakes3.New(s.be).Server()
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := &store{Server: s3test.Start(t, buckets...), gets: map[string]int{}}
+	h := s.S3
+	s.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") {
 			key := r.URL.Path
 			s.mu.Lock()
@@ -109,22 +95,14 @@ func newStore(t testing.TB, buckets ...string) *store {
 			}
 		}
 		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(s.srv.Close)
-	for _, b := range buckets {
-		if err := s.be.CreateBucket(b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	return s
 }
 
 // put stores an object and returns its ETag (the MD5, without quotes).
 func (s *store) put(t testing.TB, bucket, key string, data []byte) string {
 	t.Helper()
-	if _, err := s.be.PutObject(bucket, key, map[string]string{}, bytes.NewReader(data), int64(len(data)), nil); err != nil {
-		t.Fatal(err)
-	}
+	s.Put(t, bucket, key, data)
 	sum := md5.Sum(data)
 	return hex.EncodeToString(sum[:])
 }
@@ -136,12 +114,8 @@ func (s *store) getsOf(bucket, key string) int {
 	return s.gets["/"+bucket+"/"+key]
 }
 
-func (s *store) query() string {
-	return "endpoint=" + url.QueryEscape(s.srv.URL) + "&use_path_style=true&region=us-east-1"
-}
-
 // location is the event-location template for this store.
-func (s *store) location() string { return "s3://{bucket}/{key}?" + s.query() }
+func (s *store) location() string { return "s3://{bucket}/{key}?" + s.Query() }
 
 // startNATS runs a real NATS server with JetStream (file storage) on a
 // loopback port.

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/gosafetensors/safetensors/internal/s3test"
 	"github.com/gosafetensors/safetensors/queue"
 	"github.com/gosafetensors/safetensors/queue/embedded"
 )
@@ -50,17 +47,7 @@ func TestServeQueueUsage(t *testing.T) {
 // fields are byte for byte what scan --json prints for the same bytes;
 // SIGTERM drains and exits 0.
 func TestServeQueue(t *testing.T) {
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
-	} {
-		t.Setenv(k, v)
-	}
-	be := s3mem.New()
-	s3 := httptest.NewServer(gofakes3.New(be).Server())
-	defer s3.Close()
-	be.CreateBucket("uploads")
+	s3 := s3test.Start(t, "uploads")
 	ns, err := embedded.Start(embedded.WithStoreDir(t.TempDir()), embedded.WithAddr("127.0.0.1:0"), embedded.WithSyncAlways(false))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +64,7 @@ func TestServeQueue(t *testing.T) {
 	codes := make(chan int, 1)
 	go func() {
 		codes <- run([]string{"serve", "--queue", ns.ClientURL() + "/uploads.events", "--results", "file://" + filepath.ToSlash(results),
-			"--event-location", "s3://{bucket}/{key}?endpoint=" + url.QueryEscape(s3.URL) + "&use_path_style=true&region=us-east-1",
+			"--event-location", "s3://{bucket}/{key}?" + s3.Query(),
 			"--ack-wait", "5s", "--max-concurrent", "2"}, io.Discard, pw)
 		pw.Close()
 	}()
@@ -93,7 +80,7 @@ func TestServeQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := "in/" + f
-		be.PutObject("uploads", key, map[string]string{}, bytes.NewReader(b), int64(len(b)), nil)
+		s3.Put(t, "uploads", key, b)
 		sum := md5.Sum(b)
 		ev := fmt.Sprintf(`{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"uploads"},"object":{"key":%q,"size":%d,"eTag":%q,"sequencer":"%02d"}}}]}`,
 			url.QueryEscape(key), len(b), hex.EncodeToString(sum[:]), i)
