@@ -263,33 +263,17 @@ func (r *Reader) Prefetch(ctx context.Context, offs, lens []int64) error {
 	if len(offs) != len(lens) {
 		return fmt.Errorf("%w: %d offsets but %d lengths", ErrInvalidRuns, len(offs), len(lens))
 	}
-	type rng struct{ a, b int64 }
-	rs := make([]rng, 0, len(offs))
-	for i, off := range offs {
-		a, b := max(off, int64(len(r.cfg.Prefix))), min(off+max(lens[i], 0), r.cfg.Size)
-		if off >= 0 && lens[i] >= 0 && off <= r.cfg.Size && a < b {
-			rs = append(rs, rng{a, b})
-		}
-	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].a < rs[j].a })
-	var pieces []Piece
+	// Decide on offsets what to fetch (not what the cache holds whole,
+	// within half its budget) before allocating anything.
+	rs := clipRanges(offs, lens, int64(len(r.cfg.Prefix)), r.cfg.Size)
 	var total int64
+	kept := make([]Piece, 0, len(rs))
 	r.mu.Lock()
 	for _, x := range rs {
-		if n := len(pieces); n > 0 && x.a <= pieces[n-1].End() {
-			if x.b > pieces[n-1].End() {
-				pieces[n-1].Buf = pieces[n-1].Buf[:x.b-pieces[n-1].Off]
-			}
-			continue
-		}
-		pieces = append(pieces, Piece{Buf: make([]byte, 0, x.b-x.a)[:x.b-x.a], Off: x.a})
-	}
-	// drop what the cache holds whole, and stay within its budget
-	kept := pieces[:0]
-	for _, p := range pieces {
-		if r.cache.covered(p.Off, int64(len(p.Buf))) < int64(len(p.Buf)) && total+int64(len(p.Buf)) <= r.cfg.Cache/2 {
-			kept = append(kept, p)
-			total += int64(len(p.Buf))
+		n := x[1] - x[0]
+		if r.cache.covered(x[0], n) < n && total+n <= r.cfg.Cache/2 {
+			kept = append(kept, Piece{Off: x[0], Buf: make([]byte, n)})
+			total += n
 		}
 	}
 	r.mu.Unlock()
@@ -307,6 +291,38 @@ func (r *Reader) Prefetch(ctx context.Context, offs, lens []int64) error {
 	r.cache.putMany(kept, true)
 	r.mu.Unlock()
 	return nil
+}
+
+// clipRanges returns the ranges [offs[i], offs[i]+lens[i]) clipped to
+// [lo, size), the empty and the negative ones dropped, sorted and merged
+// where they overlap or touch, as [start, end) pairs. Ranges are merged as
+// offsets before any buffer exists, so no buffer is ever grown past what it
+// was made for.
+func clipRanges(offs, lens []int64, lo, size int64) [][2]int64 {
+	rs := make([][2]int64, 0, len(offs))
+	for i, off := range offs {
+		n := lens[i]
+		if off < 0 || n <= 0 || off >= size {
+			continue
+		}
+		a, b := max(off, lo), size
+		if n < size-off { // off+n without overflow
+			b = off + n
+		}
+		if a < b {
+			rs = append(rs, [2]int64{a, b})
+		}
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i][0] < rs[j][0] })
+	merged := rs[:0]
+	for _, x := range rs {
+		if n := len(merged); n > 0 && x[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], x[1])
+			continue
+		}
+		merged = append(merged, x)
+	}
+	return merged
 }
 
 // ReadRuns reads len(bufs[i]) bytes at offs[i] into bufs[i] for every i;

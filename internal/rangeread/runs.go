@@ -26,6 +26,22 @@ type Span struct {
 // Len returns the span's length in bytes.
 func (s Span) Len() int64 { return s.End - s.Off }
 
+// check reports whether s is well formed: Off <= End, and its pieces
+// sorted, disjoint and inside [Off, End).
+func (s Span) check() error {
+	if s.Off < 0 || s.End < s.Off {
+		return fmt.Errorf("%w: span [%d, %d)", ErrInvalidRuns, s.Off, s.End)
+	}
+	pos := s.Off
+	for i, p := range s.Pieces {
+		if p.Off < pos || int64(len(p.Buf)) > s.End-p.Off {
+			return fmt.Errorf("%w: piece %d (%d bytes at %d) outside span [%d, %d) or before the previous piece's end %d", ErrInvalidRuns, i, len(p.Buf), p.Off, s.Off, s.End, pos)
+		}
+		pos = p.End()
+	}
+	return nil
+}
+
 // ErrInvalidRuns reports runs given to ReadRuns that are not sorted,
 // disjoint runs inside the object.
 var ErrInvalidRuns = errors.New("invalid runs")
@@ -76,8 +92,13 @@ func Plan(pieces []Piece, gap, maxSpan int64) []Span {
 
 // Fill reads exactly s.Len() bytes of r, the object's bytes from s.Off,
 // into the span's pieces, discarding the gaps. A stream that ends early
-// gives io.ErrUnexpectedEOF.
+// gives io.ErrUnexpectedEOF. A span whose pieces are not sorted, disjoint
+// and inside it is refused with [ErrInvalidRuns] before anything is read:
+// its bytes would land in the wrong places.
 func Fill(r io.Reader, s Span) error {
+	if err := s.check(); err != nil {
+		return err
+	}
 	pos := s.Off
 	for _, p := range s.Pieces {
 		if p.Off > pos {
