@@ -14,10 +14,9 @@ import (
 // (outside the object, pieces unsorted, overlapping or outside the span):
 // the Reader must never ask for one.
 type strictBackend struct {
-	data  []byte
-	multi bool
-	mu    sync.Mutex
-	bad   error
+	data []byte
+	mu   sync.Mutex
+	bad  error
 }
 
 func (b *strictBackend) Fetch(ctx context.Context, s Span) error {
