@@ -397,7 +397,7 @@ func (w *Worker) process(ctx context.Context, ev *Event, attempt int, last bool)
 	case ctx.Err() != nil:
 		return stopped
 	case r.Verdict == audit.Error && !r.Changed && !last:
-		w.log.Info("audit failed: will be tried again", "location", redact(loc), "attempt", attempt, "error", r.Error)
+		w.log.Info("audit failed: will be tried again", "key", key, "location", redact(loc), "attempt", attempt, "error", r.Error)
 		return retry
 	}
 	return w.store(ctx, key, &r, last)
