@@ -119,10 +119,10 @@ func makeBigCheckpoint() (bin, in string, err error) {
 	return bin, in, torchtest.WriteFile(in, tensors, torchtest.Options{})
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if bigDir != "" {
-		os.RemoveAll(bigDir)
-	}
-	os.Exit(code)
+func init() {
+	afterTests = append(afterTests, func() {
+		if bigDir != "" {
+			os.RemoveAll(bigDir)
+		}
+	})
 }
