@@ -22,6 +22,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/gosafetensors/safetensors/internal/hubtest"
 	"github.com/gosafetensors/safetensors/queue"
 )
 
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("QUEUE_TEST_WORKER") == "1" {
 		os.Exit(workerProcess())
 	}
-	os.Exit(m.Run())
+	os.Exit(hubtest.Main(m))
 }
 
 // workerProcess is one worker of the pool: it runs until SIGTERM, then
