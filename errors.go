@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gosafetensors/safetensors/internal/bug"
 )
 
 // Sentinel errors, one per error variant of the reference implementation.
@@ -58,6 +60,12 @@ var (
 	// disk or file-system problem); the output was removed.
 	ErrVerify = errors.New("verification failed")
 )
+
+// ErrInternal is wrapped by the error of an operation that stopped on a
+// bug in this module (a panic recovered by a scan, a validation, torch's
+// Open or an audit worker): the file was not judged, and the error is no
+// verdict on it (audit reports verdict "error", scan and validate exit 2).
+var ErrInternal = bug.ErrInternal
 
 // FormatError describes a problem with a file or with a request made of it.
 // Offset is the absolute byte offset in the file where the problem was found,

@@ -5,6 +5,8 @@ import (
 	"iter"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gosafetensors/safetensors/internal/bug"
 )
 
 // pipeline checks targets with c.concurrency workers and yields the
@@ -26,6 +28,14 @@ func pipeline[R any](ctx context.Context, c *config, targets iter.Seq2[Target, e
 		var stopped atomic.Bool // the producer stopped on ctx
 		go func() {
 			defer close(queue)
+			defer func() {
+				// a bug while listing: the audit is cut short, and says so
+				if p := recover(); p != nil {
+					res := make(chan R, 1)
+					res <- cut(bug.Recovered("listing the targets", p))
+					queue <- res
+				}
+			}()
 			for t, err := range targets {
 				select {
 				case sem <- struct{}{}:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 
+	"github.com/gosafetensors/safetensors/internal/bug"
 	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
@@ -128,7 +129,8 @@ func ScanTarget(ctx context.Context, t Target, opts ...Option) *ScanReport {
 	return c.scanTarget(ctx, &t)
 }
 
-func (c *config) scanTarget(ctx context.Context, t *Target) *ScanReport {
+func (c *config) scanTarget(ctx context.Context, t *Target) (r *ScanReport) {
+	defer recoverScan(&r, t.Location)
 	if err := ctx.Err(); err != nil {
 		t.Release()
 		return newScanReport(t.Location).fail(&source.IOError{Location: t.Location, Op: "open", Err: err})
@@ -154,7 +156,8 @@ func ScanObject(ctx context.Context, loc string, o *source.Object, opts ...Optio
 // ScanReader audits size bytes read from r (an upload spooled to disk,
 // bytes in memory) by their content; name names them in the report. An
 // index read this way has no shards beside it: it is checked as itself.
-func ScanReader(ctx context.Context, name string, r io.ReaderAt, size int64, opts ...Option) *ScanReport {
+func ScanReader(ctx context.Context, name string, r io.ReaderAt, size int64, opts ...Option) (rep *ScanReport) {
+	defer recoverScan(&rep, name)
 	c, err := buildConfig(opts)
 	if err != nil {
 		return newScanReport(name).fail(err)
@@ -171,8 +174,9 @@ func ScanReader(ctx context.Context, name string, r io.ReaderAt, size int64, opt
 // if it could) goes through the checkpoint scanner, which decodes every
 // pickle torch could reach and names every global. An index is JSON,
 // which torch.load cannot run: it is checked to be a valid index.
-func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *ScanReport {
-	r := newScanReport(loc)
+func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) (r *ScanReport) {
+	defer recoverScan(&r, loc)
+	r = newScanReport(loc)
 	loc = r.Path // as messages name it
 	if o.Format == source.Directory {
 		return r.fail(&source.IOError{Location: loc, Op: "open", Err: fmt.Errorf("%s: is a directory", loc)})
@@ -198,7 +202,7 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 		m, err := o.Model(ctx, c.source...)
 		if err == nil {
 			m.Source.Close()
-		} else if source.IsIOError(err) {
+		} else if unjudged(err) {
 			return r.fail(err)
 		} else {
 			modelErr = err
@@ -248,6 +252,22 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) *
 		return r.fail(notEveryByte(loc, readErr))
 	}
 	return r
+}
+
+// recoverScan is deferred by every scan of one file: a panic (a bug) is
+// reported as verdict Error with an error wrapping safetensors.ErrInternal,
+// never as a verdict on the file, and never crashes the audit's other
+// workers or a server.
+func recoverScan(r **ScanReport, loc string) {
+	if p := recover(); p != nil {
+		*r = newScanReport(loc).fail(bug.Recovered("scanning "+redact.Location(loc), p))
+	}
+}
+
+// unjudged reports whether err kept a file from being judged: an I/O
+// error, or a bug (a recovered panic).
+func unjudged(err error) bool {
+	return source.IsIOError(err) || errors.Is(err, bug.ErrInternal)
 }
 
 // notEveryByte says a read of loc failed part-way, so that what was not

@@ -9,6 +9,7 @@ import (
 	"iter"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/bug"
 	"github.com/gosafetensors/safetensors/internal/fault"
 	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/internal/units"
@@ -93,8 +94,9 @@ func newValidateReport(loc string) *ValidateReport {
 	return &ValidateReport{File: redact.Location(loc), Warnings: []string{}, loc: loc}
 }
 
-func (c *config) validateTarget(ctx context.Context, t *Target) *ValidateReport {
-	r := newValidateReport(t.Location)
+func (c *config) validateTarget(ctx context.Context, t *Target) (r *ValidateReport) {
+	defer recoverValidate(&r, t.Location)
+	r = newValidateReport(t.Location)
 	if err := ctx.Err(); err != nil {
 		t.Release()
 		return r.unreadable(&source.IOError{Location: t.Location, Op: "open", Err: err})
@@ -111,7 +113,8 @@ func (c *config) validateTarget(ctx context.Context, t *Target) *ValidateReport 
 // sharded model's index with every check of a sharded model (shards
 // present, names plain, every tensor where the index says and nowhere
 // else).
-func (c *config) validateObject(ctx context.Context, r *ValidateReport, o *source.Object) *ValidateReport {
+func (c *config) validateObject(ctx context.Context, r *ValidateReport, o *source.Object) (out *ValidateReport) {
+	defer recoverValidate(&out, r.loc)
 	defer func() {
 		if o != nil {
 			o.Close()
@@ -199,7 +202,7 @@ func (c *config) validateObject(ctx context.Context, r *ValidateReport, o *sourc
 func (r *ValidateReport) setError(err error) *ValidateReport {
 	r.Valid = false
 	r.TensorCount, r.DataBytes = nil, nil
-	if source.IsIOError(err) {
+	if unjudged(err) {
 		return r.unreadable(err)
 	}
 	r.Status, r.Err = StatusInvalid, redact.Error(err, r.loc)
@@ -224,6 +227,14 @@ func (r *ValidateReport) setError(err error) *ValidateReport {
 		}
 	}
 	return r
+}
+
+// recoverValidate is recoverScan for validation: a panic is reported
+// unreadable (not checked), with an error wrapping safetensors.ErrInternal.
+func recoverValidate(r **ValidateReport, loc string) {
+	if p := recover(); p != nil {
+		*r = newValidateReport(loc).unreadable(bug.Recovered("validating "+redact.Location(loc), p))
+	}
 }
 
 // unreadable records an error that kept the file from being checked.

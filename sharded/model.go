@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/bug"
 	"github.com/gosafetensors/safetensors/internal/detect"
 	"golang.org/x/sync/errgroup"
 )
@@ -296,7 +297,8 @@ func OpenIndex(ctx context.Context, idx *Index, name string, op Opener, opts ...
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.concurrency)
 	for i, sn := range names {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer bug.Catch(&err, name+": opening shard "+sn)
 			if err := gctx.Err(); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/convert"
+	"github.com/gosafetensors/safetensors/internal/bug"
 	"github.com/gosafetensors/safetensors/sharded"
 	"golang.org/x/sync/errgroup"
 )
@@ -122,7 +123,8 @@ func openShards(ctx context.Context, index string, names []string, open func(con
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(shardConcurrency)
 	for _, name := range names {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer bug.Catch(&err, index+": opening shard "+name)
 			if err := gctx.Err(); err != nil {
 				return err
 			}

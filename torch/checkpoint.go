@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/internal/bug"
 	"github.com/gosafetensors/safetensors/torch/pickle"
 	"github.com/gosafetensors/safetensors/torch/tarlist"
 	"io"
@@ -90,11 +91,12 @@ func NewReader(r io.ReaderAt, size int64, name string, opts ...Option) (*Checkpo
 
 func newReader(r io.ReaderAt, size int64, name string, lim *Limits) (c *Checkpoint, err error) {
 	// Last line of defence only: every known failure is an explicit check.
-	// A panic here would be a bug; it is reported as corrupt input rather
-	// than crashing a server that audits uploads.
+	// A panic here is a bug; it is reported as one (an error wrapping
+	// safetensors.ErrInternal, never a verdict on the file) rather than
+	// crashing a server that audits uploads.
 	defer func() {
 		if p := recover(); p != nil {
-			c, err = nil, &Error{Path: name, Offset: -1, Kind: ErrCorrupt, Msg: fmt.Sprintf("internal error while decoding: %v", p)}
+			c, err = nil, bug.Recovered("decoding "+name, p)
 		}
 	}()
 	rep, c, err := analyzeForOpen(r, size, name, lim)

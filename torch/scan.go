@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/gosafetensors/safetensors/internal/bug"
 	"github.com/gosafetensors/safetensors/torch/pickle"
 	"github.com/gosafetensors/safetensors/torch/ziplist"
 	"io"
@@ -73,10 +74,11 @@ func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanRepo
 	lim = lim.withInflateBudget(size)
 	rep = &ScanReport{Path: name, Format: FormatUnknown, walks: pickle.NewWalks(walkBudget(size)), userAllow: lim.userAllow}
 	defer func() {
-		// last line of defence, see NewReader
+		// Last line of defence, see NewReader: a panic is a bug (or a
+		// mapped file that shrank), never a verdict on the file.
 		if p := recover(); p != nil {
-			rep.addProblem(fmt.Sprintf("internal error while scanning: %v", p))
-			c = nil
+			rep, c, err = nil, nil, bug.Recovered("scanning "+name, p)
+			return
 		}
 		rep.finish()
 	}()
@@ -165,18 +167,30 @@ func reportRefusal(rep *ScanReport, err error) {
 // full, so the error is the one Scan's report implies.
 // FuzzScanConvertAgree checks that both paths agree.
 func analyzeForOpen(r io.ReaderAt, size int64, name string, lim *Limits) (*ScanReport, *Checkpoint, error) {
-	if c, err := fastOpen(r, size, lim); err == nil && c != nil {
+	c, err := fastOpen(r, size, lim)
+	if p, ok := err.(panicked); ok {
+		return nil, nil, bug.Recovered("opening "+name, p.value)
+	}
+	if err == nil && c != nil {
 		return &ScanReport{Path: name, Format: c.Format, Tensors: len(c.tensors)}, c, nil
 	}
 	return analyze(r, size, name, lim)
 }
 
+// panicked carries a panic fastOpen recovered to analyzeForOpen, which
+// names the file.
+type panicked struct{ value any }
+
+func (p panicked) Error() string { return fmt.Sprint(p.value) }
+
 // fastOpen returns the checkpoint if the strict decoder accepts it and the
-// parts of the scan it does not cover find nothing; else nil.
+// parts of the scan it does not cover find nothing; else nil. A panic is
+// returned as a panicked error: a bug is reported, not hidden by the full
+// analysis that follows.
 func fastOpen(r io.ReaderAt, size int64, lim *Limits) (c *Checkpoint, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c, err = nil, nil
+			c, err = nil, panicked{p}
 		}
 	}()
 	c, err = open(r, size, lim)

@@ -28,8 +28,14 @@ func Catch(f func() error) (err error) {
 			if !ok {
 				panic(r)
 			}
-			err = fmt.Errorf("%w: %w at address %#x", ErrFault, syscall.EIO, fe.Addr())
+			err = Error(fe.Addr())
 		}
 	}()
 	return f()
+}
+
+// Error returns the error for a memory fault at addr: it wraps [ErrFault]
+// and syscall.EIO.
+func Error(addr uintptr) error {
+	return fmt.Errorf("%w: %w at address %#x", ErrFault, syscall.EIO, addr)
 }
