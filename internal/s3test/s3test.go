@@ -24,6 +24,7 @@ func Env(t testing.TB) {
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
 		"AWS_REGION": "us-east-1", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_MAX_ATTEMPTS": "", "AWS_RETRY_MODE": "",
 		"AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
 	} {
 		t.Setenv(k, v)

@@ -13,7 +13,10 @@
 // disable_https, dualstack, fips, accelerate, profile, anonymous, and
 // awssdk=v2 (accepted and ignored). Any other parameter is an error.
 // Credentials and the region come from the SDK's standard chain (AWS_*
-// variables, ~/.aws, web identity, instance roles) unless the URL says.
+// variables, ~/.aws, web identity, instance roles) unless the URL says;
+// retries are the SDK's standard (or adaptive) retryer, with the attempt
+// count and mode of AWS_MAX_ATTEMPTS and AWS_RETRY_MODE (or max_attempts
+// and retry_mode in the profile), without its retry quota.
 package s3store
 
 import (
@@ -119,12 +122,6 @@ func open(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Bucket, er
 	if os.Getenv("AWS_RESPONSE_CHECKSUM_VALIDATION") == "" {
 		load = append(load, config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
 	}
-	// One token bucket per client would make many concurrent failures
-	// refuse retries ("retry quota exceeded"); the attempt count still
-	// bounds them.
-	load = append(load, config.WithRetryer(func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None })
-	}))
 	maxConns := cfg.MaxConns
 	if maxConns <= 0 {
 		maxConns = 64
@@ -138,6 +135,15 @@ func open(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Bucket, er
 	if err != nil {
 		return nil, fmt.Errorf("s3: loading the AWS configuration: %w", err)
 	}
+	// The retry mode and attempt count are the SDK's (AWS_RETRY_MODE,
+	// AWS_MAX_ATTEMPTS, retry_mode and max_attempts in ~/.aws/config),
+	// which LoadDefaultConfig resolves only when no retryer is given: the
+	// retryer is set after it.
+	if awsCfg.RetryMaxAttempts < 0 {
+		return nil, fmt.Errorf("s3: AWS_MAX_ATTEMPTS (or max_attempts) is %d: want at least 1", awsCfg.RetryMaxAttempts)
+	}
+	mode, attempts := awsCfg.RetryMode, awsCfg.RetryMaxAttempts
+	awsCfg.Retryer = func() aws.Retryer { return newRetryer(mode, attempts) }
 	// Freeze the client (the CA bundle, if any, is in it now) so that the
 	// connection pool Close empties is the one requests use.
 	b := &bucket{name: u.Host}
@@ -155,6 +161,27 @@ func open(ctx context.Context, u *url.URL, cfg driver.Config) (driver.Bucket, er
 		}
 	})
 	return b, nil
+}
+
+// newRetryer returns the SDK's retryer for mode (standard unless
+// "adaptive") with at most attempts attempts (0: the SDK's default, 3),
+// without the standard retryer's retry quota: one token bucket per client
+// would make many concurrent failures refuse retries ("retry quota
+// exceeded"), and the attempt count bounds them already. The adaptive
+// mode keeps its client-side send-rate limiting.
+func newRetryer(mode aws.RetryMode, attempts int) aws.Retryer {
+	std := func(o *retry.StandardOptions) {
+		o.RateLimiter = ratelimit.None
+		if attempts > 0 {
+			o.MaxAttempts = attempts
+		}
+	}
+	if mode == aws.RetryModeAdaptive {
+		return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
+			o.StandardOptions = append(o.StandardOptions, std)
+		})
+	}
+	return retry.NewStandard(std)
 }
 
 func (b *bucket) Close() error {
