@@ -1,6 +1,10 @@
 package torch
 
-import "github.com/gosafetensors/safetensors"
+import (
+	"strings"
+
+	"github.com/gosafetensors/safetensors"
+)
 
 // role says what an allowlisted global may be used for.
 type role int
@@ -189,7 +193,10 @@ func classifyGlobal(module, name string, user map[string]bool) (*allowEntry, glo
 	if why, ok := unsupportedGlobals[full]; ok {
 		return nil, verdictUnsupported, why
 	}
-	if user[full] {
+	// the caller's names match as written, name without dots: a
+	// protocol-4 STACK_GLOBAL's dotted name ("os.system" in posixpath) is
+	// an attribute chain, never the class that was allowed
+	if user[full] && !strings.Contains(name, ".") {
 		return userEntry, verdictUserAllowed, "allowed by the caller (--allow)"
 	}
 	return nil, verdictNotAllowed, notAllowedReason(module)

@@ -2,7 +2,6 @@ package torch
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/gosafetensors/safetensors"
@@ -68,11 +67,21 @@ func buildOptions(opts []Option) (options, error) {
 // a file that uses them can then be clean; ScanReport.UserAllowed says which
 // were used, so a clean report without the option keeps its meaning. An
 // allowed object that holds a tensor is unsupported (the tensor would be
-// lost). Names torch refuses even when asked (modules sys, os, posix, nt),
-// code-running ones (builtins.eval, exec, getattr..., subprocess, runpy,
-// importlib, pickle, marshal, ctypes), inert torch constructs that have no
-// safetensors form, and anything that is not module.name are an error
-// wrapping [ErrOption]. Several WithAllow options add up.
+// lost), and so is one whose arguments or BUILD state set a dunder name
+// (__setstate__, __reduce_ex__, __dict__...: dangerous, as pickle or
+// Python would call or use it). WithAllow takes classes: a name that is
+// not a class by Python's convention (CapWords; functions and modules are
+// what load or run code: torch.load, pydoc.locate, posixpath.os), except a
+// few vetted inert functions and lower-case classes (numpy's scalar and
+// _reconstruct, numpy.dtype, builtins.int, collections.defaultdict...); a
+// name in a module that imports, runs or loads code or opens files (os,
+// subprocess, pickle, copyreg, yaml, dill, torch.serialization,
+// torch.storage, torch.fx, logging...), before or after Python 3's
+// renaming of protocol 0-2 names (commands.Popen is subprocess.Popen);
+// inert torch constructs that have no safetensors form; and anything that
+// is not module.name are an error wrapping [ErrOption] that names the
+// global and why. docs/security/scan.md lists the rules. Several WithAllow
+// options add up.
 func WithAllow(globals ...string) Option {
 	return func(o *options) error {
 		for _, g := range globals {
@@ -88,18 +97,6 @@ func WithAllow(globals ...string) Option {
 	}
 }
 
-// neverAllowed are modules and globals WithAllow refuses: torch's own
-// weights_only loader blocks the first four modules whatever the user
-// allows; the rest import, run or load code.
-var (
-	neverAllowedModules = []string{"sys", "os", "posix", "nt", "subprocess", "runpy", "importlib", "pickle", "_pickle",
-		"marshal", "ctypes", "code", "codeop", "pty", "shutil", "socket", "webbrowser", "multiprocessing", "threading",
-		"asyncio", "signal", "pdb", "bdb", "timeit", "torch.hub", "torch.serialization", "torch.utils.collect_env",
-		"torch.jit", "torch._dynamo", "torch.package", "pip", "setuptools", "distutils", "site", "functools", "operator", "types"}
-	neverAllowedBuiltins = []string{"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "open",
-		"input", "breakpoint", "globals", "locals", "vars", "memoryview", "type", "object", "super", "classmethod", "staticmethod", "property", "help", "exit", "quit"}
-)
-
 func checkAllow(g string) error {
 	i := strings.LastIndexByte(g, '.')
 	if i <= 0 || i == len(g)-1 || !pickle.Importable(g[:i]) || !pickle.Importable(g[i+1:]) {
@@ -108,19 +105,20 @@ func checkAllow(g string) error {
 	if len(g) > maxKnownGlobal {
 		return fmt.Errorf("%w: WithAllow(%q): longer than %d bytes", ErrOption, g, maxKnownGlobal)
 	}
-	module, name := g[:i], g[i+1:]
-	for _, m := range neverAllowedModules {
-		if module == m || strings.HasPrefix(module, m+".") {
-			return fmt.Errorf("%w: WithAllow(%q): module %s imports, runs or loads code; it is never allowed", ErrOption, g, m)
-		}
-	}
-	if module == "builtins" || module == "__builtin__" {
-		if slices.Contains(neverAllowedBuiltins, name) {
-			return fmt.Errorf("%w: WithAllow(%q): %s runs code or reaches any object; it is never allowed", ErrOption, g, name)
-		}
+	if allowlist[g] != nil {
+		return nil // allowed already
 	}
 	if why, ok := unsupportedGlobals[g]; ok {
 		return fmt.Errorf("%w: WithAllow(%q): %s (allowing it would drop that data silently)", ErrOption, g, why)
+	}
+	module, name := g[:i], g[i+1:]
+	if why := allowRefusal(module, name); why != "" {
+		return fmt.Errorf("%w: WithAllow(%q): %s; it can never be allowed", ErrOption, g, why)
+	}
+	if m, n, ok := compatName(module, name); ok {
+		if why := allowRefusal(m, n); why != "" {
+			return fmt.Errorf("%w: WithAllow(%q): a protocol 0-2 pickle naming it makes Python 3 import %s.%s, and %s; it can never be allowed", ErrOption, g, m, n, why)
+		}
 	}
 	return nil
 }

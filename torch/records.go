@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -38,12 +39,28 @@ func (p *policy) Reduce(callee, args any, off int64) (any, error) {
 	v, err := p.call(g, t, off)
 	if err != nil {
 		if p.scan != nil {
-			p.scan.problem(p.entry, off, err.Msg)
+			if g.allow.role == roleUser {
+				p.scanRefusal(pickle.OpReduce, off, err)
+			} else {
+				p.scan.problem(p.entry, off, err.Msg)
+			}
 			return &pickle.Opaque{What: g.String() + "(...)", Offset: off}, nil
 		}
 		return nil, err
 	}
 	return v, nil
+}
+
+// scanRefusal records a refused call, NEWOBJ or BUILD of an object the
+// caller allowed in scan mode: one that would make CPython call or use
+// what the pickle chose (ErrNotAllowed) is a dangerous opcode, anything
+// else (a tensor inside) a problem.
+func (p *policy) scanRefusal(op pickle.Op, off int64, err *Error) {
+	if errors.Is(err, ErrNotAllowed) {
+		p.scan.opcode(op, off, err.Msg)
+		return
+	}
+	p.scan.problem(p.entry, off, err.Msg)
 }
 
 func placeOf(a *allowEntry) string {
@@ -170,10 +187,10 @@ func (p *policy) call(g *global, args pickle.Tuple, off int64) (any, *Error) {
 	case roleDevice:
 		return makeDevice(args, bad)
 	case roleUser:
-		if err := p.noTensorInside(g.String()+"(...)", args, off); err != nil {
+		if err := p.inertInside(g.String()+"(...)", args, off); err != nil {
 			return nil, err
 		}
-		return &userObject{cls: g.String(), off: off}, nil
+		return &userObject{cls: g.String(), off: off, args: args}, nil
 	case roleRebuildTensor, roleRebuildTensorV2, roleRebuildTensorV3:
 		return p.rebuildTensor(g, args, off)
 	case roleRebuildParam, roleRebuildParamState:
@@ -318,8 +335,9 @@ func makeDevice(args pickle.Tuple, bad func(error, string, ...any) *Error) (any,
 // call, NEWOBJ, and BUILDs of it. Nothing is ever called; conversion skips
 // it like any other value that is not a tensor.
 type userObject struct {
-	cls string
-	off int64
+	cls  string
+	off  int64
+	args any // the constructor's arguments, rechecked at each BUILD (a constructor may keep them)
 }
 
 func (u *userObject) TypeName() string { return u.cls + " object" }
@@ -332,19 +350,53 @@ func (p *policy) NewObj(cls, args any, off int64) (any, bool, error) {
 	if !ok || g.allow == nil || g.allow.role != roleUser {
 		return nil, false, nil
 	}
-	if err := p.noTensorInside(g.String()+" instance", args, off); err != nil {
+	if err := p.inertInside(g.String()+" instance", args, off); err != nil {
 		if p.scan != nil {
-			p.scan.problem(p.entry, off, err.Msg)
+			p.scanRefusal(pickle.OpNewObj, off, err)
 			return &pickle.Opaque{What: g.String() + " instance", Offset: off}, true, nil
 		}
 		return nil, false, err
 	}
-	return &userObject{cls: g.String(), off: off}, true, nil
+	return &userObject{cls: g.String(), off: off, args: args}, true, nil
+}
+
+// isDunder reports whether s is a name Python reserves for behaviour
+// (__setstate__, __reduce_ex__, __class__, __dict__...).
+func isDunder(s string) bool {
+	return len(s) > 4 && strings.HasPrefix(s, "__") && strings.HasSuffix(s, "__")
+}
+
+// dunderKey returns the first str key of d (a dict, or nil) that is a
+// dunder name.
+func dunderKey(d any) (string, bool) {
+	x, ok := d.(*pickle.Dict)
+	if !ok {
+		return "", false
+	}
+	for _, k := range x.Keys {
+		if s, isStr := k.(string); isStr && isDunder(s) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// inertInside checks v, the arguments of an object the caller allowed:
+// a tensor reachable from it is unsupported (conversion would lose it); a
+// dict with a dunder-named str key is not allowed, since a constructor that
+// sets its items as attributes (EasyDict, AttrDict) gives the instance a
+// __setstate__ the next BUILD calls, or a __reduce_ex__ the next pickle does.
+func (p *policy) inertInside(what string, v any, off int64) *Error {
+	return p.walkInside(what, v, off, true)
 }
 
 // noTensorInside refuses a tensor reachable from v, the arguments or state
 // of an object the caller allowed: conversion would lose it.
 func (p *policy) noTensorInside(what string, v any, off int64) *Error {
+	return p.walkInside(what, v, off, false)
+}
+
+func (p *policy) walkInside(what string, v any, off int64, dunders bool) *Error {
 	stack := []any{v}
 	seen := map[any]bool{}
 	for len(stack) > 0 {
@@ -370,6 +422,9 @@ func (p *policy) noTensorInside(what string, v any, off int64) *Error {
 				continue
 			}
 			seen[y] = true
+			if k, ok := dunderKey(y); ok && dunders {
+				return p.errf(ErrNotAllowed, off, "%s: a dict in the arguments has the key %q (a constructor that sets its items as attributes gives the instance a %s that pickle or Python would call)", what, k, k)
+			}
 			items = append(slices.Clone(y.Keys), y.Values...)
 		case *pickle.Set:
 			if seen[y] {
@@ -797,11 +852,17 @@ func (p *policy) Build(inst, state any, off int64) error {
 		return nil
 	}
 	if u, isUser := inst.(*userObject); isUser {
-		// the caller allowed the class: its state is data (CPython would
-		// call its __setstate__ or update its __dict__)
-		if err := p.noTensorInside("the state of a "+u.cls+" object", state, off); err != nil {
+		// the caller allowed the class: its state is data (CPython calls
+		// the class's __setstate__ with it, or updates the instance's
+		// __dict__ with a dict and setattrs a (dict, slots) pair's second)
+		// unless it names behaviour
+		err := p.userState(u, state, off)
+		if err == nil {
+			err = p.noTensorInside("the state of a "+u.cls+" object", state, off)
+		}
+		if err != nil {
 			if p.scan != nil {
-				p.scan.problem(p.entry, off, err.Msg)
+				p.scanRefusal(pickle.OpBuild, off, err)
 				return nil
 			}
 			return err
@@ -816,6 +877,33 @@ func (p *policy) Build(inst, state any, off int64) error {
 		return p.errf(ErrNotAllowed, off, "BUILD on a %s (only an OrderedDict may receive state)", pickle.Describe(inst))
 	}
 	return p.errf(ErrNotAllowed, off, "BUILD with a %s state (only a dict is allowed)", pickle.Describe(state))
+}
+
+// userState refuses a BUILD state that gives an allowed object an attribute
+// with a dunder name. CPython's load_build looks __setstate__ up on the
+// instance (getattr: an instance attribute wins over the class's method),
+// so a state that stores one makes the next BUILD call it with the next
+// state (bytearray(10**12), or any allowed callable); __class__ and
+// __dict__ set through the slot state swap the object's type or attributes;
+// __reduce_ex__, __deepcopy__ and the like are called by whoever copies or
+// pickles the loaded object. The arguments the object was made from are
+// checked again: a constructor may have kept them, and they may have been
+// changed since (through the memo).
+func (p *policy) userState(u *userObject, state any, off int64) *Error {
+	forms := []any{state}
+	if t, ok := state.(pickle.Tuple); ok && len(t) == 2 {
+		forms = []any{t[0], t[1]}
+	}
+	for i, f := range forms {
+		if k, ok := dunderKey(f); ok {
+			how := "puts %q into its __dict__"
+			if i == 1 {
+				how = "setattrs %q on it"
+			}
+			return p.errf(ErrNotAllowed, off, "%s object: the state "+how+" (pickle and Python look dunder names up as behaviour: the next BUILD calls a __setstate__ there)", u.cls, k)
+		}
+	}
+	return p.inertInside(u.cls+" object", u.args, off)
 }
 
 func mulCheck(a, b int64) (int64, bool) {

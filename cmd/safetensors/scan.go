@@ -52,6 +52,12 @@ MODULE.NAME (repeatable) treats a global beyond the allowlist as allowed
 (argparse.Namespace, numpy.core.multiarray.scalar...): nothing is ever run
 either way, and the report says which allowed globals a file used
 ("user_allowed" in JSON), so clean without --allow keeps its meaning.
+--allow takes inert data classes: a function (but numpy's scalar and
+_reconstruct), a module, or a name in a module that runs, imports or loads
+code or opens files (torch.load, torch.storage._load_from_bytes, pydoc,
+yaml, dill, copyreg, logging...) is a usage error naming why; a BUILD that
+sets a dunder name (__setstate__...) on an allowed object is dangerous (see
+docs/security/scan.md).
 --json prints an array of {path, format, verdict, globals[{module, name,
 entry, offset, verdict, reason}], dangerous_opcodes[{opcode, entry, offset,
 target}], problems[], error}; for a bucket prefix, or with --jsonl, one such

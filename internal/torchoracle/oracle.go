@@ -63,6 +63,15 @@ type Options struct {
 	// WeightsOnly also loads each file with torch.load(weights_only=True)
 	// (torch's own restricted unpickler) and reports whether it succeeded.
 	WeightsOnly bool
+	// WatchBuild loads with CPython's pure-Python unpickler (pickle's
+	// _Unpickler, which behaves as the C one and raises the same audit
+	// events) instrumented at BUILD: a BUILD that would call a __setstate__
+	// the instance got from the pickle's data (an instance attribute, or an
+	// item a class's __getattr__ answers with) instead of its class's own is
+	// refused and reported in Result.Events. For files whose globals the
+	// caller allowed (torch.WithAllow): the audit hook sees no call that
+	// is not a find_class.
+	WatchBuild bool
 	// AddressSpace caps the child's address space in bytes once torch is
 	// imported (default 4 GiB; negative: no cap).
 	AddressSpace int64
@@ -189,7 +198,7 @@ var shared struct {
 func Shared(tb testing.TB, opts Options) *Oracle {
 	tb.Helper()
 	skipUnavailable(tb)
-	key := fmt.Sprint(opts.Allow, opts.Timeout, opts.StartTimeout, opts.WeightsOnly, opts.AddressSpace)
+	key := fmt.Sprint(opts.Allow, opts.Timeout, opts.StartTimeout, opts.WeightsOnly, opts.AddressSpace, opts.WatchBuild)
 	shared.Lock()
 	defer shared.Unlock()
 	if o := shared.m[key]; o != nil {
@@ -304,7 +313,7 @@ func (o *Oracle) start() error {
 	}()
 	o.cmd, o.stdin, o.lines = cmd, stdin, lines
 	cfg, _ := json.Marshal(map[string]any{"allow": o.opts.Allow, "tmp": work,
-		"weights_only": o.opts.WeightsOnly, "address_space": max(o.opts.AddressSpace, 0)})
+		"weights_only": o.opts.WeightsOnly, "watch_build": o.opts.WatchBuild, "address_space": max(o.opts.AddressSpace, 0)})
 	if _, err := stdin.Write(append(cfg, '\n')); err != nil {
 		o.kill()
 		return fmt.Errorf("torchoracle: %w", err)

@@ -1,7 +1,7 @@
 # The torch oracle's child process (see oracle.go). Run as
 #   /usr/bin/python3 -I -c SOURCE
 # with a throwaway working directory and TMPDIR. Protocol:
-#   stdin, line 1:  {"allow": [...], "tmp": DIR, "weights_only": bool}
+#   stdin, line 1:  {"allow": [...], "tmp": DIR, "weights_only": bool, "watch_build": bool}
 #   stdin, then:    {"id": N, "path": PATH} per request
 #   fd 3 (results): {"ready": true} once armed, then per request any number of
 #                   {"id": N, "global": "module.name"} as find_class runs, then
@@ -103,6 +103,7 @@ for _m in pkgutil.iter_modules(encodings.__path__):
 
 import torch  # noqa: E402
 import torch.jit  # noqa: E402
+import torch.serialization  # noqa: E402
 import tarfile  # noqa: E402
 import tempfile  # noqa: E402
 import pickle  # noqa: E402
@@ -121,6 +122,46 @@ def _no_jit(*a, **k):
 
 
 torch.jit.load = _no_jit
+
+import types  # noqa: E402
+
+
+class _WatchedUnpickler(pickle._Unpickler):
+    """CPython's pure-Python unpickler (same opcodes, same audit events as
+    the C one) with BUILD watched: load_build calls
+    getattr(inst, "__setstate__"), where an instance attribute wins over the
+    class's method. A __setstate__ the pickle's data put there (or that a
+    class's __getattr__ answers with) is refused and reported: pickle would
+    call something no find_class resolved."""
+
+    def load_build(self):
+        inst = self.stack[-2]  # the state is on top
+        try:
+            d = object.__getattribute__(inst, "__dict__")
+        except Exception:
+            d = None
+        setstate = getattr(inst, "__setstate__", None)
+        own = getattr(type(inst), "__setstate__", None)
+        if setstate is not None and (own is None or (isinstance(d, dict) and "__setstate__" in d)):
+            what = "BUILD calls a __setstate__ from the data of a %s instance: %s" % (
+                type(inst).__qualname__, repr(setstate)[:80])
+            _cur["events"].append(what)
+            raise Refused(what)
+        return pickle._Unpickler.load_build(self)
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+    dispatch[pickle.BUILD[0]] = load_build
+
+
+# torch 1.13's torch.load replaces any pickle_module with the module global
+# pickle when weights_only is False: the watched unpickler is handed to it
+# as torch.serialization's pickle, a copy of pickle's namespace.
+_watched = types.ModuleType("watched_pickle")
+_watched.__dict__.update({k: v for k, v in vars(pickle).items() if not k.startswith("__")})
+_watched.Unpickler = _WatchedUnpickler
+_watched.load = lambda f, **kw: _WatchedUnpickler(f, **kw).load()
+_watched.loads = lambda b, **kw: _WatchedUnpickler(io.BytesIO(b), **kw).load()
+_watch_build = False
 
 _DTYPES = {
     torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
@@ -221,7 +262,14 @@ def _describe(name, t, opt):
 def _load(path, weights_only):
     res = {"loaded": False}
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=weights_only)
+        if _watch_build and not weights_only:
+            torch.serialization.pickle = _watched
+            try:
+                obj = torch.load(path, map_location="cpu", pickle_module=_watched)
+            finally:
+                torch.serialization.pickle = pickle
+        else:
+            obj = torch.load(path, map_location="cpu", weights_only=weights_only)
     except TorchScript as e:
         res["torchscript"] = True
         res["error"] = str(e)
@@ -305,6 +353,12 @@ def _warm_up(weights_only):
             else:
                 torch.save(sd, p, **kw)
             torch.load(p, map_location="cpu")
+            if _watch_build:
+                torch.serialization.pickle = _watched
+                try:
+                    torch.load(p, map_location="cpu", pickle_module=_watched)
+                finally:
+                    torch.serialization.pickle = pickle
             if weights_only:
                 try:
                     torch.load(p, map_location="cpu", weights_only=True)
@@ -329,11 +383,12 @@ def _warm_up(weights_only):
 
 
 def main():
-    global _tmp, _armed, _out
+    global _tmp, _armed, _out, _watch_build
     cfg = json.loads(sys.stdin.readline())
     _allowed.update(cfg["allow"])
     _tmp = os.path.realpath(cfg["tmp"])
     weights_only = bool(cfg.get("weights_only"))
+    _watch_build = bool(cfg.get("watch_build"))
     # Keep fd 3 free: torch opens the checkpoint there, as in a user's
     # process (a tar member linked to /proc/self/fd/3 then reads it, not us).
     fd = os.dup(3)
