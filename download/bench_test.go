@@ -2,12 +2,15 @@ package download
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"maps"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +72,9 @@ func TestBenchHelper(t *testing.T) {
 	if len(parts) > 3 && parts[3] == "nohash" {
 		opts = append(opts, withoutHashing())
 	}
+	if len(parts) > 3 && parts[3] == "nosync" {
+		opts = append(opts, withoutSync())
+	}
 	if p := os.Getenv("GOSAFETENSORS_BENCH_CPUPROFILE"); p != "" { // to see where the time goes
 		f, err := os.Create(p)
 		if err != nil {
@@ -84,15 +90,34 @@ func TestBenchHelper(t *testing.T) {
 	json.NewEncoder(os.Stdout).Encode(map[string]any{"moved": res.Moved, "seconds": res.Duration.Seconds()})
 }
 
-// subprocessDownloadCPU runs TestBenchHelper and returns its MB/s (moved
-// bytes over the download's own time), peak RSS in MB and CPU seconds
-// (user and system) per GB moved.
-func subprocessDownloadCPU(b *testing.B, url string, n int, mode string) (rate, rss, cpu float64) {
+// dlRun is what one measured download process did.
+type dlRun struct {
+	rate   float64 // MB/s: bytes moved over the download's own time
+	rss    float64 // peak RSS, MB
+	cpu    float64 // user+system CPU seconds per GB moved, of the download process
+	server float64 // CPU seconds per GB of this process meanwhile: the server
+}
+
+// subprocessDownload runs TestBenchHelper (mode "", "nohash", "nosync",
+// or "tmpfs": into a cache on /dev/shm) and measures it with getrusage: its own CPU from its
+// ProcessState, the server's from this process's usage meanwhile (the
+// benchmark process does nothing else while it waits).
+func subprocessDownload(b *testing.B, url string, n int, mode string) dlRun {
 	cache := b.TempDir()
+	if mode == "tmpfs" { // the same download into memory: what it does when writing costs nothing
+		dir, err := os.MkdirTemp("/dev/shm", "download-bench")
+		if err != nil {
+			b.Skipf("no tmpfs at /dev/shm: %v", err)
+		}
+		cache = dir
+	}
+	defer os.RemoveAll(cache)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchHelper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d|%s", benchEnv, url, cache, n, mode))
 	cmd.Stderr = os.Stderr
+	self0 := selfCPU()
 	out, err := cmd.Output()
+	server := selfCPU() - self0
 	if err != nil {
 		b.Fatalf("download process: %v\n%s", err, out)
 	}
@@ -102,47 +127,124 @@ func subprocessDownloadCPU(b *testing.B, url string, n int, mode string) (rate, 
 		b.Fatalf("download process said %q", out)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	os.RemoveAll(cache)
-	cpu = (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Seconds() / (res.Moved / 1e9)
-	return res.Moved / res.Seconds / 1e6, float64(ru.Maxrss) * 1024 / 1e6, cpu
+	gb := res.Moved / 1e9
+	return dlRun{
+		rate:   res.Moved / res.Seconds / 1e6,
+		rss:    float64(ru.Maxrss) * 1024 / 1e6,
+		cpu:    processCPU(cmd.ProcessState).Seconds() / gb,
+		server: server.Seconds() / gb,
+	}
+}
+
+// processCPU is a finished process's user and system CPU time.
+func processCPU(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
+
+// selfCPU is this process's user and system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rounds collects one value per round of a benchmark and reports medians.
+type rounds map[string][]float64
+
+func (r rounds) add(name string, v float64) { r[name] = append(r[name], v) }
+
+func (r rounds) median(name string) float64 {
+	v := slices.Clone(r[name])
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// report reports the median of every series as a metric, and logs the
+// rounds' values.
+func (r rounds) report(b *testing.B) {
+	for _, name := range slices.Sorted(maps.Keys(r)) {
+		b.ReportMetric(r.median(name), name)
+		b.Logf("%-44s median %8.3f  rounds %.3g", name, r.median(name), r[name])
+	}
+}
+
+// loadAverage is the 1-minute load average, for the record.
+func loadAverage() float64 {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f, _ := strconv.ParseFloat(strings.Fields(string(b) + " 0")[0], 64)
+	return f
 }
 
 // BenchmarkPacedHub downloads the 1 GiB model from a Hub-shaped loopback
 // server that caps each connection at 40 MB/s and delays each request by
-// 20 ms, with 16 connections, in a process of its own (its peak RSS is
-// measured). Its limits, in the same run: 16 × the cap, the machine's
-// loopback (16 plain parallel GETs of the same bytes from an unpaced
-// server, discarded) and what the paced link gives 16 such GETs.
+// 20 ms, with 16 connections, in a process of its own (its peak RSS and
+// CPU are measured). Its limits, in the same rounds: 16 × the cap; the
+// machine's loopback (16 plain parallel GETs of the same bytes from an
+// unpaced server, discarded); 16 such GETs on the paced link; 16 curl
+// processes on the paced link writing to disk (their CPU summed); the
+// disk's durable write rate (dd of as many bytes with conv=fdatasync:
+// a download is complete when its files are synced); the download
+// without fdatasync, and into a cache on tmpfs (/dev/shm), to tell the
+// disk's share from the network's. The
+// medians over rounds are reported (-benchtime 3x for three rounds).
 func BenchmarkPacedHub(b *testing.B) {
 	paced, total := benchHub(b, pacedserver.Config{Rate: benchRate, Latency: benchLatency})
 	raw, _ := benchHub(b, pacedserver.Config{})
-	var best struct{ loop, link, curl, dl, rss float64 }
-	best.rss = 1e18
 	curl, _ := exec.LookPath("curl")
-	for b.Loop() {
-		best.loop = max(best.loop, plainGETs(b, raw, 16, ""))
-		best.link = max(best.link, plainGETs(b, paced, 16, ""))
-		if curl != "" {
-			best.curl = max(best.curl, curlGETs(b, curl, paced, 16))
-		}
-		rate, rss, cpu := subprocessDownloadCPU(b, paced.srv.URL, 16, "")
-		best.dl = max(best.dl, rate)
-		best.rss = min(best.rss, rss)
-		b.Logf("download, 16 connections: %.0f MB/s, peak RSS %.0f MB, %.2f CPU s/GB", rate, rss, cpu)
-	}
+	r := rounds{}
 	capAll := 16 * benchRate / 1e6
-	b.ReportMetric(capAll, "cap16_MB/s")
-	b.ReportMetric(best.loop, "loopback16_MB/s")
-	b.ReportMetric(best.link, "curl16_paced_MB/s")
-	b.ReportMetric(best.dl, "download16_MB/s")
-	b.ReportMetric(best.dl/min(capAll, best.loop), "download16/min(cap,loopback)")
-	b.ReportMetric(best.dl/min(capAll, best.loop, best.link), "download16/min(cap,loopback,curl16_paced)")
-	b.ReportMetric(best.rss, "peak_RSS_MB")
-	if best.curl > 0 {
-		b.ReportMetric(best.curl, "curl16_paced_disk_MB/s")
-		b.ReportMetric(best.dl/best.curl, "download16/curl16_paced_disk")
+	for b.Loop() {
+		r.add("load_average", loadAverage())
+		loop := plainGETs(b, raw, 16, "")
+		link := plainGETs(b, paced, 16, "")
+		disk, diskCPU := ddSync(b, total)
+		dl := subprocessDownload(b, paced.srv.URL, 16, "")
+		nosync := subprocessDownload(b, paced.srv.URL, 16, "nosync")
+		mem := subprocessDownload(b, paced.srv.URL, 16, "tmpfs")
+		limit := min(capAll, loop)
+		r.add("loopback16_MB/s", loop)
+		r.add("curl16_paced_MB/s", link)
+		r.add("disk_fdatasync_MB/s", disk)
+		r.add("disk_fdatasync_CPU_s/GB", diskCPU)
+		r.add("download16_MB/s", dl.rate)
+		r.add("download16/min(cap,loopback)", dl.rate/limit)
+		r.add("download16/min(cap,loopback,disk)", dl.rate/min(limit, disk))
+		r.add("download16/curl16_paced", dl.rate/link)
+		r.add("download16_CPU_s/GB", dl.cpu)
+		r.add("server_CPU_s/GB", dl.server)
+		r.add("peak_RSS_MB", dl.rss)
+		r.add("download16_nosync/min(cap,loopback)", nosync.rate/limit)
+		r.add("download16_nosync_CPU_s/GB", nosync.cpu)
+		r.add("download16_tmpfs/min(cap,loopback)", mem.rate/limit)
+		r.add("download16_tmpfs_CPU_s/GB", mem.cpu)
+		if curl != "" {
+			c := curlGETs(b, curl, paced, 16, false)
+			r.add("curl16_paced_disk_MB/s", c.rate)
+			r.add("curl16_paced_disk_CPU_s/GB", c.cpu)
+			r.add("download16/curl16_paced_disk", dl.rate/c.rate)
+		}
+		b.Logf("round: download %.0f MB/s (%.2f CPU s/GB, server %.2f, RSS %.0f MB), nosync %.0f, tmpfs %.0f (%.2f CPU s/GB), cap %.0f, loopback %.0f, paced GETs %.0f, disk %.0f",
+			dl.rate, dl.cpu, dl.server, dl.rss, nosync.rate, mem.rate, mem.cpu, capAll, loop, link, disk)
 	}
+	b.ReportMetric(capAll, "cap16_MB/s")
+	r.report(b)
 	b.SetBytes(total)
+}
+
+// ddSync writes n bytes to a new file with dd bs=8M conv=fdatasync and
+// returns MB/s and dd's CPU seconds per GB: the disk's durable write rate.
+func ddSync(b *testing.B, n int64) (rate, cpu float64) {
+	dir := b.TempDir()
+	defer os.RemoveAll(dir)
+	const bs = 8 << 20
+	cmd := exec.Command("dd", "if=/dev/zero", "of="+filepath.Join(dir, "dd"), fmt.Sprintf("bs=%d", bs), fmt.Sprintf("count=%d", (n+bs-1)/bs), "conv=fdatasync", "status=none")
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("dd: %v: %s", err, out)
+	}
+	gb := float64(n) / 1e9
+	return gb * 1e3 / time.Since(start).Seconds(), processCPU(cmd.ProcessState).Seconds() / gb
 }
 
 // plainGETs fetches every LFS file of h with n parallel plain range GETs
@@ -207,46 +309,87 @@ func plainGETs(b *testing.B, h *hubFixture, n int, dir string) float64 {
 	}
 	close(ch)
 	wg.Wait()
+	client.CloseIdleConnections()
 	return float64(total) / time.Since(start).Seconds() / 1e6
 }
 
 // BenchmarkLoopbackHub downloads the 1 GiB model from an uncapped
 // Hub-shaped loopback server, against 16 curl processes fetching the same
 // files (a quarter of a shard each, to disk, one range request each) in
-// the same run, and without hashing (a benchmark-only switch) to measure
-// what verification costs.
+// the same rounds, and without hashing (a benchmark-only switch) to
+// measure what verification costs in wall time and in CPU. The hashes'
+// own rates are measured too: sha256sum over curl's files, and Go's
+// crypto/sha256 (what download uses) over a buffer in memory.
 func BenchmarkLoopbackHub(b *testing.B) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		b.Skip("curl not found")
 	}
 	raw, total := benchHub(b, pacedserver.Config{})
-	var best struct{ curl, dl, nohash, cpu, cpuNohash float64 }
+	r := rounds{}
 	for b.Loop() {
-		best.curl = max(best.curl, curlGETs(b, curl, raw, 16))
-		rate, _, cpu := subprocessDownloadCPU(b, raw.srv.URL, 16, "")
-		best.dl = max(best.dl, rate)
-		best.cpu = cpu
-		rate, _, cpu = subprocessDownloadCPU(b, raw.srv.URL, 16, "nohash")
-		best.nohash = max(best.nohash, rate)
-		best.cpuNohash = cpu
+		r.add("load_average", loadAverage())
+		c := curlGETs(b, curl, raw, 16, true)
+		dl := subprocessDownload(b, raw.srv.URL, 16, "")
+		nohash := subprocessDownload(b, raw.srv.URL, 16, "nohash")
+		goHash := goSHA256CPU()
+		r.add("curl16_MB/s", c.rate)
+		r.add("curl16_CPU_s/GB", c.cpu)
+		r.add("sha256sum_CPU_s/GB", c.sha256sum)
+		r.add("go_sha256_CPU_s/GB", goHash)
+		r.add("download16_MB/s", dl.rate)
+		r.add("download16/curl16", dl.rate/c.rate)
+		r.add("download16_CPU_s/GB", dl.cpu)
+		r.add("server_CPU_s/GB", dl.server)
+		r.add("download16_nohash_MB/s", nohash.rate)
+		r.add("download16_nohash_CPU_s/GB", nohash.cpu)
+		r.add("hashing_extra_time", nohash.rate/dl.rate-1)
+		r.add("hashing_extra_CPU_s/GB", dl.cpu-nohash.cpu)
+		// The least verification can add to the wall time on 2 cores:
+		// the hash's CPU beyond what the hashless run left idle, spread
+		// over both cores; and, if the CPU is all taken (a loaded
+		// machine), in proportion to the CPU the hashless run needed.
+		wall := 1e3 / nohash.rate // seconds per GB
+		idle := max(0, 2*wall-nohash.cpu-nohash.server)
+		r.add("hashing_extra_time_bound_idle_2cores", max(0, goHash-idle)/2/wall)
+		r.add("hashing_extra_time_bound_cpu_bound", goHash/(nohash.cpu+nohash.server))
+		b.Logf("round: download %.0f MB/s (%.2f CPU s/GB, server %.2f), nohash %.0f (%.2f, server %.2f), curl %.0f (%.2f), sha256sum %.2f s/GB, Go sha256 %.2f s/GB",
+			dl.rate, dl.cpu, dl.server, nohash.rate, nohash.cpu, nohash.server, c.rate, c.cpu, c.sha256sum, goHash)
 	}
-	b.ReportMetric(best.curl, "curl16_MB/s")
-	b.ReportMetric(best.dl, "download16_MB/s")
-	b.ReportMetric(best.nohash, "download16_nohash_MB/s")
-	b.ReportMetric(best.dl/best.curl, "download16/curl16")
-	b.ReportMetric(best.nohash/best.dl-1, "hashing_extra_time")
-	b.ReportMetric(best.cpu, "download_CPU_s/GB")
-	b.ReportMetric(best.cpuNohash, "download_nohash_CPU_s/GB")
+	r.report(b)
 	b.SetBytes(total)
 }
 
+// goSHA256CPU hashes 256 MiB with crypto/sha256 (SHA-NI or AVX2 where the
+// CPU has them, as download uses it) on one goroutine and returns CPU
+// seconds per GB.
+func goSHA256CPU() float64 {
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	h := sha256.New()
+	c0 := selfCPU()
+	for range 256 {
+		h.Write(buf)
+	}
+	return (selfCPU() - c0).Seconds() / (256 << 20 / 1e9)
+}
+
+// curlRun is what the curl baseline did.
+type curlRun struct {
+	rate      float64 // MB/s
+	cpu       float64 // CPU seconds per GB, all curl processes
+	sha256sum float64 // CPU seconds per GB of sha256sum over the files
+}
+
 // curlGETs runs n curl processes, each fetching a range of a shard to a
-// file of its own, and returns MB/s.
-func curlGETs(b *testing.B, curl string, h *hubFixture, n int) float64 {
+// file of its own, and returns MB/s and their CPU per GB; with hash, also
+// sha256sum's CPU per GB over the files they wrote.
+func curlGETs(b *testing.B, curl string, h *hubFixture, n int, hash bool) curlRun {
 	dir := b.TempDir()
 	defer os.RemoveAll(dir)
-	var big []string
+	var big, outs []string
 	var total int64
 	for _, p := range h.paths() {
 		if h.files[p].Size >= pacedserver.LFSThreshold {
@@ -262,6 +405,7 @@ func curlGETs(b *testing.B, curl string, h *hubFixture, n int) float64 {
 		for off := int64(0); off < size; off += per {
 			url := h.srv.URL + "/" + testRepo + "/resolve/" + testCommit + p
 			out := filepath.Join(dir, fmt.Sprintf("%s.%d", filepath.Base(p), off))
+			outs = append(outs, out)
 			cmds = append(cmds, exec.Command(curl, "-sfL", "-r", fmt.Sprintf("%d-%d", off, min(off+per, size)-1), "-o", out, url))
 		}
 	}
@@ -271,10 +415,23 @@ func curlGETs(b *testing.B, curl string, h *hubFixture, n int) float64 {
 			b.Fatal(err)
 		}
 	}
+	var cpu time.Duration
 	for _, c := range cmds {
 		if err := c.Wait(); err != nil {
 			b.Fatalf("curl: %v", err)
 		}
+		cpu += processCPU(c.ProcessState)
 	}
-	return float64(total) / time.Since(start).Seconds() / 1e6
+	gb := float64(total) / 1e9
+	res := curlRun{rate: gb * 1e3 / time.Since(start).Seconds(), cpu: cpu.Seconds() / gb}
+	if hash {
+		if sum, err := exec.LookPath("sha256sum"); err == nil {
+			cmd := exec.Command(sum, outs...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("sha256sum: %v: %s", err, out)
+			}
+			res.sha256sum = processCPU(cmd.ProcessState).Seconds() / gb
+		}
+	}
+	return res
 }

@@ -29,3 +29,7 @@ func copyBody(w io.Writer, resp *http.Response) (int64, error) {
 // withoutHashing turns the digest checks off: benchmarks only, to measure
 // what hashing costs.
 func withoutHashing() Option { return func(c *config) error { c.noHash = true; return nil } }
+
+// withoutSync turns fdatasync of the data off: benchmarks only, to tell
+// the disk's share of a download's time from the network's.
+func withoutSync() Option { return func(c *config) error { c.noSync = true; return nil } }

@@ -40,6 +40,8 @@ type Result struct {
 	// Requests counts HTTP or object-store requests (retries included).
 	Requests int64
 	Duration time.Duration
+
+	readBack int64 // bytes hashed by reading them back from disk (tests)
 }
 
 // File is one file of a download.

@@ -209,3 +209,36 @@ func checkSnapshot(t *testing.T, h *hubFixture, cache string) {
 		}
 	}
 }
+
+// TestHashAsArrived: bytes that arrive in order are hashed from the
+// buffer they arrived in, not read back from disk: with one connection,
+// nothing is read back; a flipped byte is still caught that way.
+func TestHashAsArrived(t *testing.T) {
+	spec := smallSpec()
+	files, err := spec.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHub(t, files, pacedserver.Config{})
+	res, err := Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, 1)), WithCacheDir(t.TempDir()), WithConcurrency(1), WithChunkSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.readBack != 0 || res.Moved == 0 {
+		t.Fatalf("one connection: %d bytes moved, %d read back to hash, want none", res.Moved, res.readBack)
+	}
+	res, err = Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, 4)), WithCacheDir(t.TempDir()), WithConcurrency(4), WithChunkSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("4 connections: %d bytes moved, %d read back to hash", res.Moved, res.readBack)
+	if res.readBack >= res.Moved {
+		t.Fatalf("4 connections: %d of %d bytes read back to hash", res.readBack, res.Moved)
+	}
+	shard := "/model-00002-of-00003.safetensors"
+	h = startHub(t, files, pacedserver.Config{}, flipCDN(shard, 70_000))
+	_, err = Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, 1)), WithCacheDir(t.TempDir()), WithConcurrency(1), WithChunkSize(64<<10))
+	if !errors.Is(err, ErrDigest) || !strings.Contains(err.Error(), shard[1:]) {
+		t.Fatalf("one connection, a flipped byte: %v", err)
+	}
+}

@@ -55,7 +55,10 @@ type target struct {
 
 	mu           sync.Mutex // guards what follows
 	cond         sync.Cond
-	written      rangeSet // bytes written to f (durable or not)
+	h            hash.Hash // the digest being computed (nil: hashing off)
+	hashed       int64     // bytes [0, hashed) are in h
+	hashing      bool      // a goroutine is writing to h
+	written      rangeSet  // bytes written to f (durable or not)
 	durable      rangeSet // bytes the journal records
 	pending      rangeSet // written, not yet in the journal
 	pendingBytes int64
@@ -69,9 +72,11 @@ type engine struct {
 	chunk       int64
 	streamBuf   int
 	noHash      bool // benchmarks only: hashing off, to measure its cost
+	noSync      bool // benchmarks only: no fdatasync of the data, to measure the disk's share
 	progress    func(Progress)
 
-	moved   atomic.Int64 // bytes written this run
+	moved    atomic.Int64 // bytes written this run
+	readBack atomic.Int64 // bytes the hashers read back from the files
 	done    atomic.Int64 // bytes on disk, resumed included
 	total   int64
 	bufs    chan []byte // stream buffers, one per worker
@@ -131,6 +136,9 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 	}
 	var total int64
 	for _, t := range targets {
+		if !e.noHash {
+			t.h = t.Digest.newHash(t.Size)
+		}
 		e.total += t.Size
 		e.done.Add(t.resumed)
 		if m := t.Size - t.resumed; m > 0 {
@@ -367,7 +375,7 @@ func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 		}
 		e.moved.Add(int64(len(b)))
 		e.done.Add(int64(len(b)))
-		t.wrote(e, pos, pos+int64(len(b)))
+		t.wrote(e, b, pos)
 		e.report()
 		return e.throttle(int64(len(b)))
 	}
@@ -416,14 +424,24 @@ func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 // object): memory is a buffer of this size per worker.
 const readPiece = 4 << 20
 
-// wrote records bytes written: the hasher may read them, the committer
-// journals them.
-func (t *target) wrote(e *engine, off, end int64) {
+// wrote records bytes b written at off: the committer journals them, and
+// the hasher may read them back. If they are the next bytes to hash and
+// no one is hashing, they are hashed here, from the buffer they arrived
+// in, while it is still in the CPU's cache: no read back.
+func (t *target) wrote(e *engine, b []byte, off int64) {
+	end := off + int64(len(b))
 	t.mu.Lock()
 	t.written.add(off, end)
 	t.pending.add(off, end)
 	t.pendingBytes += end - off
 	big := t.pendingBytes >= e.chunk
+	if t.h != nil && !t.hashing && t.hashed == off {
+		t.hashing = true
+		t.mu.Unlock()
+		t.h.Write(b)
+		t.mu.Lock()
+		t.hashed, t.hashing = end, false
+	}
 	t.cond.Broadcast()
 	t.mu.Unlock()
 	if big {
@@ -493,7 +511,7 @@ func (e *engine) commitLoop(stop <-chan struct{}, cancel context.CancelCauseFunc
 func (e *engine) commit() error {
 	var first error
 	for _, t := range e.targets {
-		n, err := t.commit()
+		n, err := t.commit(e.noSync)
 		if err != nil && first == nil {
 			first = err
 		}
@@ -505,7 +523,7 @@ func (e *engine) commit() error {
 // commit journals the target's pending bytes; it returns how many bytes
 // it took off the pending list (journalled, or given up on: a finished
 // target's, or a failed commit's, which then stops the download).
-func (t *target) commit() (int64, error) {
+func (t *target) commit(noSync bool) (int64, error) {
 	t.io.Lock()
 	defer t.io.Unlock()
 	t.mu.Lock()
@@ -516,8 +534,10 @@ func (t *target) commit() (int64, error) {
 	if t.finished || t.f == nil || len(spans) == 0 {
 		return n, nil
 	}
-	if err := datasync(t.f); err != nil {
-		return n, err
+	if !noSync {
+		if err := datasync(t.f); err != nil {
+			return n, err
+		}
 	}
 	for _, s := range spans {
 		t.durable.add(s.Off, s.End)
@@ -540,63 +560,82 @@ const hashBufSize = 1 << 20
 
 var hashBufs = sync.Pool{New: func() any { b := make([]byte, hashBufSize); return &b }}
 
-// hashAndFinish hashes a target's bytes in order, as the contiguous
-// prefix grows (reading them back from the file, where the page cache
-// still holds them), then checks the digest and moves the file into place.
-// On resume, the bytes already on disk are hashed first.
+// hashAndFinish sees that a target's bytes are hashed in order: those the
+// workers did not hash as they arrived (bytes that came before their
+// predecessors, and on resume the bytes already on disk) it reads back
+// from the file, where the page cache still holds them, as soon as the
+// contiguous prefix reaches them. Then it checks the digest and moves the
+// file into place.
 func (e *engine) hashAndFinish(ctx context.Context, t *target) error {
-	var h hash.Hash
-	if !e.noHash {
-		h = t.Digest.newHash(t.Size)
-	}
 	var bp *[]byte
 	defer func() {
 		if bp != nil {
 			hashBufs.Put(bp)
 		}
 	}()
-	var hashed int64
-	for hashed < t.Size {
-		t.mu.Lock()
-		end := t.written.reach(hashed)
-		for end == hashed && ctx.Err() == nil {
-			t.cond.Wait()
-			end = t.written.reach(hashed)
+	t.mu.Lock()
+	for {
+		if t.hashed == t.Size && !t.hashing {
+			break
 		}
-		t.mu.Unlock()
 		if ctx.Err() != nil {
+			t.mu.Unlock()
 			return context.Cause(ctx)
 		}
-		if h == nil {
-			hashed = end
+		end := t.written.reach(t.hashed)
+		if end == t.hashed || t.hashing {
+			t.cond.Wait()
 			continue
 		}
+		if t.h == nil {
+			t.hashed = end
+			continue
+		}
+		from := t.hashed
+		t.hashing = true
+		t.mu.Unlock()
 		if bp == nil {
 			bp = hashBufs.Get().(*[]byte)
 		}
-		for hashed < end {
-			b := (*bp)[:min(int64(len(*bp)), end-hashed)]
-			n, err := t.f.ReadAt(b, hashed)
-			if n < len(b) {
-				if err == nil {
-					err = io.ErrUnexpectedEOF
-				}
-				return fmt.Errorf("%s: reading back bytes %d-%d of %s: %w", t.Name, hashed, hashed+int64(len(b))-1, t.Part, err)
-			}
-			h.Write(b)
-			hashed += int64(n)
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
+		err := t.readBack(ctx, *bp, from, end)
+		e.readBack.Add(end - from)
+		t.mu.Lock()
+		t.hashing = false
+		if err != nil {
+			t.mu.Unlock()
+			return err
 		}
+		t.hashed = end
 	}
-	if h != nil {
-		if got := hexSum(h); got != t.Digest.Hex {
+	t.mu.Unlock()
+	if t.h != nil {
+		if got := hexSum(t.h); got != t.Digest.Hex {
 			t.discard()
 			return &DigestError{File: t.Name, Expected: t.Digest, Actual: got}
 		}
 	}
-	return t.finish()
+	return t.finish(e.noSync)
+}
+
+// readBack hashes bytes [from, end) of the partial file, reading them
+// through buf. The caller holds t.hashing.
+func (t *target) readBack(ctx context.Context, buf []byte, from, end int64) error {
+	for from < end {
+		b := buf[:min(int64(len(buf)), end-from)]
+		n, err := t.f.ReadAt(b, from)
+		if n < len(b) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("%s: reading back bytes %d-%d of %s: %w", t.Name, from, from+int64(len(b))-1, t.Part, err)
+		}
+		t.h.Write(b)
+		from += int64(n)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+	}
+	return nil
 }
 
 // discard removes a target's partial and journal.
@@ -617,11 +656,14 @@ func (t *target) discard() {
 }
 
 // finish syncs a complete, checked file and renames it into place.
-func (t *target) finish() error {
+func (t *target) finish(noSync bool) error {
 	t.io.Lock()
 	defer t.io.Unlock()
 	t.finished = true
-	err := t.f.Sync()
+	var err error
+	if !noSync {
+		err = t.f.Sync()
+	}
 	if cerr := t.f.Close(); err == nil {
 		err = cerr
 	}

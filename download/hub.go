@@ -198,7 +198,7 @@ func hubCache(ctx context.Context, cfg *config, ref remote.Ref, commit string, l
 	}
 	e := newEngine(cfg)
 	err = e.run(ctx, targets)
-	res.Moved, res.Resumed = e.moved.Load(), resumed(targets)
+	res.Moved, res.Resumed, res.readBack = e.moved.Load(), resumed(targets), e.readBack.Load()
 	if err != nil {
 		return res, err
 	}
@@ -242,7 +242,7 @@ func resumed(ts []*target) int64 {
 }
 
 func newEngine(cfg *config) *engine {
-	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(streamBufSize, cfg.chunk/4)), noHash: cfg.noHash, progress: cfg.progress}
+	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(streamBufSize, cfg.chunk/4)), noHash: cfg.noHash, noSync: cfg.noSync, progress: cfg.progress}
 }
 
 func cacheFor(cfg *config) (*hfcache.Cache, error) {
@@ -305,7 +305,7 @@ func hubLocal(ctx context.Context, cfg *config, ref remote.Ref, commit string, l
 	}
 	e := newEngine(cfg)
 	err := e.run(ctx, targets)
-	res.Moved, res.Resumed = e.moved.Load(), resumed(targets)
+	res.Moved, res.Resumed, res.readBack = e.moved.Load(), resumed(targets), e.readBack.Load()
 	// Record what is in place, even after an error: those files are
 	// complete and checked.
 	for i, t := range targets {

@@ -100,7 +100,7 @@ func TestJournalCompaction(t *testing.T) {
 		for i := range int64(n) {
 			tg.pending.add(4*i+2*half, 4*i+2*half+2)
 		}
-		if _, err := tg.commit(); err != nil {
+		if _, err := tg.commit(false); err != nil {
 			t.Fatal(err)
 		}
 	}

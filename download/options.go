@@ -37,6 +37,7 @@ type config struct {
 	blob        []blobstore.Option
 	progress    func(Progress)
 	noHash      bool
+	noSync      bool
 }
 
 func buildConfig(opts []Option) (config, error) {

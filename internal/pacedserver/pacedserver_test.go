@@ -201,3 +201,33 @@ func TestHeaderRedirect(t *testing.T) {
 		t.Fatalf("after the redirect: %q, headers %v, content %d", b, resp.Header, s.Stats().Content)
 	}
 }
+
+// countingConn counts the writes that reach the connection.
+type countingConn struct {
+	fakeConn
+	writes *int
+}
+
+func (c countingConn) Write(p []byte) (int, error) { *c.writes++; return len(p), nil }
+
+// TestPacingReadFrom: a response body given to the connection's ReadFrom
+// (as net/http does) is paced as Write paces it, in pieces, not in the
+// 32 KiB writes net/http would otherwise make.
+func TestPacingReadFrom(t *testing.T) {
+	var clock time.Time
+	writes := 0
+	c := &pacedConn{Conn: countingConn{writes: &writes}, s: &Server{}, rate: 10e6,
+		now:   func() time.Time { return clock },
+		sleep: func(d time.Duration) { clock = clock.Add(d) }}
+	c.startResponse()
+	n, err := c.ReadFrom(io.LimitReader(bytes.NewReader(make([]byte, 1e6)), 1e6)) // as net/http passes it
+	if err != nil || n != 1e6 {
+		t.Fatalf("ReadFrom: %d, %v", n, err)
+	}
+	if d := clock.Sub(time.Time{}); d < 100*time.Millisecond || d > 101*time.Millisecond {
+		t.Fatalf("1 MB at 10 MB/s took %v of virtual time", d)
+	}
+	if p := pieceSize(10e6); writes != (1000000+p-1)/p {
+		t.Fatalf("%d writes for 1 MB, want pieces of %d", writes, p)
+	}
+}
