@@ -59,8 +59,8 @@ type target struct {
 	hashed       int64     // bytes [0, hashed) are in h
 	hashing      bool      // a goroutine is writing to h
 	written      rangeSet  // bytes written to f (durable or not)
-	durable      rangeSet // bytes the journal records
-	pending      rangeSet // written, not yet in the journal
+	durable      rangeSet  // bytes the journal records
+	pending      rangeSet  // written, not yet in the journal
 	pendingBytes int64
 }
 
@@ -77,12 +77,12 @@ type engine struct {
 
 	moved    atomic.Int64 // bytes written this run
 	readBack atomic.Int64 // bytes the hashers read back from the files
-	done    atomic.Int64 // bytes on disk, resumed included
-	total   int64
-	bufs    chan []byte // stream buffers, one per worker
-	chunks  chan []byte // chunk buffers for sources that cannot stream
-	kick    chan struct{}
-	targets []*target
+	done     atomic.Int64 // bytes on disk, resumed included
+	total    int64
+	bufs     chan []byte // stream buffers, one per worker
+	chunks   chan []byte // chunk buffers for sources that cannot stream
+	kick     chan struct{}
+	targets  []*target
 
 	// Bytes written and not yet journalled, over all targets: writers
 	// wait while they exceed half a chunk per connection. With a stream
