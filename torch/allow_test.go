@@ -82,6 +82,10 @@ func allowFixtures() []allowFixture {
 		{Name: "defaultdict_factory.pt", Allow: []string{"collections.defaultdict"}, ScanVerdict: "clean", Torch: "loads",
 			data:   allowCkpt("ccollections\ndefaultdict\n(", opByteArray, "tR"),
 			Attack: "control: collections.defaultdict(bytearray): the factory is an allowlisted class, called later with no arguments (an empty bytearray)"},
+		{Name: "bytes_call.pt", Allow: []string{"builtins.bytes"}, ScanVerdict: "dangerous", Names: "builtins.bytes called", Torch: "loads",
+			data:   allowCkpt("cbuiltins\nbytes\n(K\x07tR"),
+			Attack: "builtins.bytes allowed (as a value) and called: bytes(7) here, bytes(10**12) allocates a terabyte",
+			Note:   "torch calls bytes(7); scan refuses any call of a value-only name"},
 		{Name: "defaultdict_args_dunder.pt", Allow: []string{"collections.defaultdict"}, ScanVerdict: "dangerous", Names: "__setstate__", Torch: "loads",
 			data:   allowCkpt("ccollections\ndefaultdict\n(N", stateDict("__setstate__", opByteArray), "tR"),
 			Attack: "an allowed class called with a dict whose key is __setstate__: a constructor that sets items as attributes (EasyDict, AttrDict) arms the next BUILD",
@@ -301,5 +305,24 @@ func TestAllowArgsChangedBeforeBuild(t *testing.T) {
 	if rep.Verdict() != VerdictDangerous || len(rep.DangerousOpcodes) != 1 || rep.DangerousOpcodes[0].Opcode != "BUILD" ||
 		!strings.Contains(rep.DangerousOpcodes[0].Target, "__setstate__") {
 		t.Errorf("%s %+v %q", rep.Verdict(), rep.DangerousOpcodes, rep.Problems)
+	}
+}
+
+// TestAllowWalkedNotChecked: where only the opcode walker reads (bytes
+// CPython reads from a FRAME's end, which full decoding never reached), a
+// global the caller allowed is not allowed: the walker tracks no values,
+// so what is BUILT into the object there goes unchecked.
+func TestAllowWalkedNotChecked(t *testing.T) {
+	const n, r = 64, 6
+	gadget := cat(opNamespace, stateDict("__setstate__", opByteArray), "bK\x07b0")
+	p := cat(0x80, 4, frame(cat("X", le32(n), repeat("J", r))),
+		repeat("A", n-r), "0B", le32(uint32(len(gadget))), gadget, "0", benignZipPickle()[2:])
+	b := hCheckpoint(p, "0", f32s(4))
+	rep, err := Scan(bytes.NewReader(b), int64(len(b)), "walked.pt", WithAllow("argparse.Namespace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict() == VerdictClean || !slices.Contains(rep.NotAllowed(), "argparse.Namespace") || len(rep.UserAllowed) != 0 {
+		t.Errorf("%s: not allowed %v, user-allowed %v, problems %q", rep.Verdict(), rep.NotAllowed(), rep.UserAllowed, rep.Problems)
 	}
 }

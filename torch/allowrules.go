@@ -52,11 +52,21 @@ var vettedAllow = map[string]bool{
 	"builtins.bool": true, "builtins.list": true, "builtins.dict": true, "builtins.tuple": true,
 	"builtins.slice": true, "builtins.range": true,
 	// data classes of the standard library with lower-case names
-	"collections.defaultdict": true, "collections.deque": true,
-	"datetime.date": true, "datetime.datetime": true, "datetime.time": true, "datetime.timedelta": true,
+	"collections.defaultdict": true,
+	"datetime.date":           true, "datetime.datetime": true, "datetime.time": true, "datetime.timedelta": true,
 	"datetime.timezone": true,
 	// SimpleNamespace(**kw) and its BUILD set attributes only (types itself is refused)
 	"types.SimpleNamespace": true,
+}
+
+// valueOnlyAllow are vetted names that may appear as values (a dtype=int
+// hyper-parameter) but not be called: their pickles never call them
+// (ints, lists and arrays have their own opcodes or _reconstruct), and a
+// call with arguments the pickle chose allocates what it is told
+// (bytes(10**12), list(range(10**12)), ndarray((10**12,))).
+var valueOnlyAllow = map[string]bool{
+	"builtins.int": true, "builtins.float": true, "builtins.str": true, "builtins.bytes": true, "builtins.bool": true,
+	"builtins.list": true, "builtins.dict": true, "builtins.tuple": true, "numpy.ndarray": true,
 }
 
 // deniedGlobals are single names refused with their reason (their modules

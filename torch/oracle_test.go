@@ -298,7 +298,7 @@ func TestOracleWriteMutant(t *testing.T) {
 
 // allowOracleUser are the globals TestAllowOracle allows, in scan
 // (WithAllow) and in torch alike.
-var allowOracleUser = []string{"argparse.Namespace", "types.SimpleNamespace", "collections.defaultdict"}
+var allowOracleUser = []string{"argparse.Namespace", "types.SimpleNamespace", "collections.defaultdict", "builtins.bytes"}
 
 // judgeAllowed is judge for a file scanned with WithAllow and loaded by an
 // oracle that allows the same globals and watches BUILD: a BUILD that

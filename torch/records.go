@@ -187,6 +187,9 @@ func (p *policy) call(g *global, args pickle.Tuple, off int64) (any, *Error) {
 	case roleDevice:
 		return makeDevice(args, bad)
 	case roleUser:
+		if err := p.userCall(g, off); err != nil {
+			return nil, err
+		}
 		if err := p.inertInside(g.String()+"(...)", args, off); err != nil {
 			return nil, err
 		}
@@ -350,7 +353,11 @@ func (p *policy) NewObj(cls, args any, off int64) (any, bool, error) {
 	if !ok || g.allow == nil || g.allow.role != roleUser {
 		return nil, false, nil
 	}
-	if err := p.inertInside(g.String()+" instance", args, off); err != nil {
+	err := p.userCall(g, off)
+	if err == nil {
+		err = p.inertInside(g.String()+" instance", args, off)
+	}
+	if err != nil {
 		if p.scan != nil {
 			p.scanRefusal(pickle.OpNewObj, off, err)
 			return &pickle.Opaque{What: g.String() + " instance", Offset: off}, true, nil
@@ -358,6 +365,15 @@ func (p *policy) NewObj(cls, args any, off int64) (any, bool, error) {
 		return nil, false, err
 	}
 	return &userObject{cls: g.String(), off: off, args: args}, true, nil
+}
+
+// userCall refuses a call (or NEWOBJ) of an allowed name that is allowed
+// as a value only (valueOnlyAllow).
+func (p *policy) userCall(g *global, off int64) *Error {
+	if name := g.String(); valueOnlyAllow[name] {
+		return p.errf(ErrNotAllowed, off, "%s called with arguments the pickle chose (it is allowed as a value only: bytes(10**12) or list(range(10**12)) allocates what it is told, and no pickle of its values calls it)", name)
+	}
+	return nil
 }
 
 // isDunder reports whether s is a name Python reserves for behaviour

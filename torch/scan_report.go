@@ -290,6 +290,11 @@ func (s *scanSink) Import(g pickle.Import) {
 		if mapped != "" {
 			why = withMapping(why, mapped)
 		}
+		if v == verdictUserAllowed && g.Walked {
+			// the walker tracks no values: what is BUILT into an allowed
+			// object there (a __setstate__, records.go) goes unchecked
+			v, why = verdictNotAllowed, "allowed by the caller (--allow), but where only the opcode walker reads, which cannot check what is built into it"
+		}
 		if v != verdictAllowed && v != verdictUserAllowed && g.Walked {
 			why += walkedReason
 		}
