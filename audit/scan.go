@@ -116,7 +116,7 @@ func Scan(ctx context.Context, loc string, opts ...Option) iter.Seq[*ScanReport]
 
 // cutShort says an audit of loc ended before every file was checked.
 func cutShort(loc string, err error) error {
-	return &source.IOError{Location: loc, Op: "list", Err: fmt.Errorf("%s: the audit stopped before every file was checked: %w", loc, err)}
+	return &source.IOError{Location: loc, Op: "list", Err: redact.Wrap(loc, "the audit stopped before every file was checked", err)}
 }
 
 // ScanTarget audits one target.
@@ -274,7 +274,7 @@ func unjudged(err error) bool {
 // read was not checked: an I/O error (source.IsIOError), whatever a
 // decoder made of the short read.
 func notEveryByte(loc string, ioErr error) error {
-	return &source.IOError{Location: loc, Op: "read", Err: fmt.Errorf("%s: reading failed part-way, not every byte was checked: %w", loc, ioErr)}
+	return &source.IOError{Location: loc, Op: "read", Err: redact.Wrap(loc, "reading failed part-way, not every byte was checked", ioErr)}
 }
 
 func globalVerdict(s string) GlobalVerdict {

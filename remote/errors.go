@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gosafetensors/safetensors"
+	redactpkg "github.com/gosafetensors/safetensors/internal/redact"
 )
 
 var (
@@ -121,10 +122,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	cause := redactpkg.Unnamed(e.Err.Error(), e.Name) // named once, here
 	if e.Off >= 0 && e.Len >= 0 && e.Op != "open" {
-		return fmt.Sprintf("%s: %s bytes %d-%d: %v", e.Name, e.Op, e.Off, e.Off+e.Len-1, e.Err)
+		return fmt.Sprintf("%s: %s bytes %d-%d: %s", e.Name, e.Op, e.Off, e.Off+e.Len-1, cause)
 	}
-	return fmt.Sprintf("%s: %s: %v", e.Name, e.Op, e.Err)
+	return fmt.Sprintf("%s: %s: %s", e.Name, e.Op, cause)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

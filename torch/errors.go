@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gosafetensors/safetensors/internal/redact"
 )
 
 // Sentinel errors; every *Error matches exactly one of them with errors.Is.
@@ -54,7 +56,7 @@ func (e *Error) Error() string {
 	b.WriteString(e.Msg)
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(redact.Unnamed(e.Err.Error(), e.Path)) // the path named once
 	}
 	return b.String()
 }

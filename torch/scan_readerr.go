@@ -1,11 +1,11 @@
 package torch
 
 import (
-	"fmt"
 	"io"
 	"sync/atomic"
 
 	"github.com/gosafetensors/safetensors/internal/rangeread"
+	"github.com/gosafetensors/safetensors/internal/redact"
 )
 
 // readRecorder remembers the first read of a scanned file that failed, so
@@ -43,5 +43,5 @@ func (rr *readRecorder) failure(name string) error {
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("%s: reading failed part-way, not every byte was checked: %w", name, err)
+	return redact.Wrap(name, "reading failed part-way, not every byte was checked", err)
 }

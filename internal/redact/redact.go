@@ -120,3 +120,34 @@ type redacted struct {
 
 func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
+
+// Unnamed returns msg, the message of the cause of an error that names
+// loc itself, without a leading "loc: " (loc as given or as [Location]
+// shows it): the one rule for naming locations in errors is that the
+// outermost error that knows the location names it, once, and the errors
+// it wraps are quoted without it. A location the cause names further in
+// (a redirect's target, a shard of an index) is another location, and
+// stays.
+func Unnamed(msg, loc string) string {
+	if loc == "" {
+		return msg
+	}
+	for _, l := range []string{loc, Location(loc)} {
+		if rest, ok := strings.CutPrefix(msg, l+": "); ok {
+			return rest
+		}
+	}
+	return msg
+}
+
+// Wrap returns an error "loc: msg: cause" whose cause err is quoted
+// [Unnamed]: loc is named once. errors.Is and errors.As see err.
+func Wrap(loc, msg string, err error) error { return &named{loc: loc, msg: msg, err: err} }
+
+type named struct {
+	loc, msg string
+	err      error
+}
+
+func (e *named) Error() string { return e.loc + ": " + e.msg + ": " + Unnamed(e.err.Error(), e.loc) }
+func (e *named) Unwrap() error { return e.err }

@@ -68,3 +68,22 @@ func TestError(t *testing.T) {
 		t.Error("Error wraps what needs no redaction")
 	}
 }
+
+func TestUnnamed(t *testing.T) {
+	const loc = "https://u:p@h/x?sig=1"
+	for _, tc := range [][2]string{
+		{loc + ": HTTP 404", "HTTP 404"},
+		{"https://h/x?…: HTTP 404", "HTTP 404"},
+		{"https://h/y: HTTP 404", "https://h/y: HTTP 404"}, // another location stays
+		{"read failed: " + loc + ": x", "read failed: " + loc + ": x"},
+	} {
+		if got := Unnamed(tc[0], loc); got != tc[1] {
+			t.Errorf("Unnamed(%q) = %q, want %q", tc[0], got, tc[1])
+		}
+	}
+	cause := errors.New("m.bin: read bytes 0-9: EOF")
+	err := Wrap("m.bin", "reading failed", cause)
+	if err.Error() != "m.bin: reading failed: read bytes 0-9: EOF" || !errors.Is(err, cause) {
+		t.Errorf("Wrap: %v", err)
+	}
+}
