@@ -16,7 +16,7 @@ import (
 )
 
 func TestHermetic(t *testing.T) {
-	for _, k := range hubtest.Variables {
+	for _, k := range append(hubtest.Variables, "XDG_CACHE_HOME") {
 		t.Setenv(k, "/user/real/"+k)
 	}
 	cleanup, err := hubtest.Hermetic()
@@ -28,6 +28,9 @@ func TestHermetic(t *testing.T) {
 		if v := os.Getenv(k); strings.HasPrefix(v, "/user/real/") {
 			t.Errorf("%s=%s survived Hermetic", k, v)
 		}
+	}
+	if v := os.Getenv("XDG_CACHE_HOME"); v != "/user/real/XDG_CACHE_HOME" {
+		t.Errorf("XDG_CACHE_HOME=%q, want it untouched (GOCACHE derives from it)", v)
 	}
 	dir, err := hfcache.Dir()
 	if err != nil {
