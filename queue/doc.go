@@ -23,6 +23,10 @@
 // result at once. So every message ends in a result after a bounded number
 // of deliveries, and the stream (work-queue retention) forgets it.
 //
+// [Publish] is the other end: what a relay (a Lambda fed by SQS, a
+// Pub/Sub subscriber) calls to hand a notification to the stream, stored
+// once however often the relay retries it.
+//
 // Package queue/embedded runs a NATS server with JetStream in the
 // process, for one machine without a broker. docs/queue.md shows how to
 // run a pool against a NATS cluster and a bucket's notifications.
