@@ -298,7 +298,8 @@ func TestOracleWriteMutant(t *testing.T) {
 
 // allowOracleUser are the globals TestAllowOracle allows, in scan
 // (WithAllow) and in torch alike.
-var allowOracleUser = []string{"argparse.Namespace", "types.SimpleNamespace", "collections.defaultdict", "builtins.bytes"}
+var allowOracleUser = []string{"argparse.Namespace", "types.SimpleNamespace", "collections.defaultdict", "builtins.bytes",
+	"numpy.core.multiarray.scalar", "numpy.dtype", "numpy.core.multiarray._reconstruct", "numpy.ndarray"}
 
 // judgeAllowed is judge for a file scanned with WithAllow and loaded by an
 // oracle that allows the same globals and watches BUILD: a BUILD that
@@ -331,7 +332,8 @@ func buildCalls(r *torchoracle.Result) []string {
 // pickle called nothing the data supplied; every file of testdata/allow
 // does in torch what its INDEX.json line says; and the same holds on
 // GOSAFETENSORS_ORACLE_MUTANTS gadgets (AllowGadget: allowed objects with
-// crafted BUILD states and constructor arguments).
+// crafted BUILD states and constructor arguments) and as many of
+// TestScanSoundnessOracle's mutants, scanned with the same names allowed.
 func TestAllowOracle(t *testing.T) {
 	o := torchoracle.Shared(t, torchoracle.Options{Allow: append(oracleAllow(), allowOracleUser...), WatchBuild: true})
 	torchSays := func(r *torchoracle.Result) string {
@@ -394,13 +396,38 @@ func TestAllowOracle(t *testing.T) {
 			t.Errorf("gadget %d of seed %d (%s, allowing %v): %s", i, seed, desc, allow, fail)
 		}
 	}
+	// and the mutants of TestScanSoundnessOracle (whose payloads name
+	// argparse.Namespace and numpy values among others) with those allowed
+	bases, err := torchoracle.LoadBases(torchoracle.CorpusPaths("../testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		data, desc := torchoracle.Mutant(seed, i, bases)
+		path := filepath.Join(dir, fmt.Sprintf("mutant-%d-%d.pt", seed, i))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := torch.ScanFile(path, torch.WithAllow(allowOracleUser...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := o.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats["mutant: scan "+rep.Verdict()+", torch "+torchSays(r)]++
+		if fail := judgeAllowed(rep, r); fail != "" {
+			t.Errorf("mutant %d of seed %d allowing %v: %s\n\tmutations: %s", i, seed, allowOracleUser, fail, desc)
+		}
+	}
 	keys := make([]string, 0, len(stats))
 	for k := range stats {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		t.Logf("%-36s %d", k, stats[k])
+		t.Logf("%-44s %d", k, stats[k])
 	}
 	if n >= 40 && (stats["scan clean, torch loads"] == 0 || stats["scan dangerous, torch calls"] == 0) {
 		t.Errorf("%d gadgets never loaded clean or never made BUILD call the data: %v", n, stats)
