@@ -377,9 +377,9 @@ func TestAllowOracle(t *testing.T) {
 	seed := uint64(envInt(t, "GOSAFETENSORS_ORACLE_SEED", 1))
 	dir := t.TempDir()
 	stats := map[string]int{}
-	for i := range n {
-		data, allow, desc := torch.AllowGadget(seed, i)
-		path := filepath.Join(dir, fmt.Sprintf("gadget-%d-%d.pt", seed, i))
+	// one file: scanned allowing allow, loaded, judged; counted under kind
+	one := func(kind string, i int, data []byte, allow []string, desc string) {
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.pt", kind, seed, i))
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -391,10 +391,14 @@ func TestAllowOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stats["scan "+rep.Verdict()+", torch "+torchSays(r)]++
+		stats[kind+": scan "+rep.Verdict()+", torch "+torchSays(r)]++
 		if fail := judgeAllowed(rep, r); fail != "" {
-			t.Errorf("gadget %d of seed %d (%s, allowing %v): %s", i, seed, desc, allow, fail)
+			t.Errorf("%s %d of seed %d allowing %v: %s\n\t%s", kind, i, seed, allow, fail, desc)
 		}
+	}
+	for i := range n {
+		data, allow, desc := torch.AllowGadget(seed, i)
+		one("gadget", i, data, allow, desc)
 	}
 	// and the mutants of TestScanSoundnessOracle (whose payloads name
 	// argparse.Namespace and numpy values among others) with those allowed
@@ -404,22 +408,7 @@ func TestAllowOracle(t *testing.T) {
 	}
 	for i := range n {
 		data, desc := torchoracle.Mutant(seed, i, bases)
-		path := filepath.Join(dir, fmt.Sprintf("mutant-%d-%d.pt", seed, i))
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := torch.ScanFile(path, torch.WithAllow(allowOracleUser...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := o.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stats["mutant: scan "+rep.Verdict()+", torch "+torchSays(r)]++
-		if fail := judgeAllowed(rep, r); fail != "" {
-			t.Errorf("mutant %d of seed %d allowing %v: %s\n\tmutations: %s", i, seed, allowOracleUser, fail, desc)
-		}
+		one("mutant", i, data, allowOracleUser, "mutations: "+desc)
 	}
 	keys := make([]string, 0, len(stats))
 	for k := range stats {
@@ -429,7 +418,7 @@ func TestAllowOracle(t *testing.T) {
 	for _, k := range keys {
 		t.Logf("%-44s %d", k, stats[k])
 	}
-	if n >= 40 && (stats["scan clean, torch loads"] == 0 || stats["scan dangerous, torch calls"] == 0) {
+	if n >= 40 && (stats["gadget: scan clean, torch loads"] == 0 || stats["gadget: scan dangerous, torch calls"] == 0) {
 		t.Errorf("%d gadgets never loaded clean or never made BUILD call the data: %v", n, stats)
 	}
 }
