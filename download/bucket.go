@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gosafetensors/safetensors/remote"
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/remote/blobstore"
 )
 
@@ -50,9 +50,6 @@ func downloadBucket(ctx context.Context, loc string, cfg *config) (*Result, erro
 			if strings.HasSuffix(rel, "/") && o.Size == 0 { // a "folder" marker
 				continue
 			}
-			if err := remote.ValidRepoPath(rel); err != nil {
-				return nil, fmt.Errorf("%s: key %q cannot be a local path: %w", loc, o.Key, err)
-			}
 			if flt.match(rel) {
 				items = append(items, item{rel, o.URL})
 			}
@@ -65,7 +62,14 @@ func downloadBucket(ctx context.Context, loc string, cfg *config) (*Result, erro
 		items = append(items, item{rel, loc})
 	}
 	if len(items) == 0 {
-		return nil, fmt.Errorf("%s: %w the patterns given", loc, ErrNoFiles)
+		return nil, fmt.Errorf("%s: %w the patterns given", redact.Location(loc), ErrNoFiles)
+	}
+	names := make([]string, len(items))
+	for i, it := range items {
+		names[i] = it.rel
+	}
+	if err := checkNames(loc, names, false); err != nil {
+		return nil, err
 	}
 	objs := make([]*blobstore.Object, len(items))
 	defer func() {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gosafetensors/safetensors/internal/redact"
+	"github.com/gosafetensors/safetensors/internal/safename"
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/remote/blobstore"
 )
@@ -22,7 +24,59 @@ var (
 	// ErrLocation reports a location download cannot handle, or an HTTP or
 	// bucket download without a local directory.
 	ErrLocation = errors.New("download: unsupported location")
+	// ErrUnsafeName reports a file selected for download whose name — chosen
+	// by the server: a Hub listing's path, a bucket key, a shard an index
+	// names — may not be written on the local disk: outside the folder, an
+	// alias of another name, or where it changes what a tool does (a .git
+	// folder, huggingface_hub's or this module's metadata). Such a download
+	// fails before a byte is written, naming every such file; excluding them
+	// downloads the rest. It is safename.ErrUnsafe (docs/download.md).
+	ErrUnsafeName = safename.ErrUnsafe
 )
+
+// checkNames checks the names a download of loc would write together
+// ([safename.CheckSet]), and, for a Hub download, that they can be
+// requested (remote.ValidRepoPath): one error naming every file refused.
+func checkNames(loc string, names []string, hub bool) error {
+	err := safename.CheckSet(names)
+	var errs []error
+	if err != nil {
+		errs = err.(interface{ Unwrap() []error }).Unwrap()
+	}
+	if hub {
+		for _, n := range names {
+			if safename.Check(n) == nil {
+				if verr := remote.ValidRepoPath(n); verr != nil {
+					errs = append(errs, fmt.Errorf("%w: cannot be requested: %w", ErrUnsafeName, verr))
+				}
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &namesError{loc: redact.Location(loc), errs: errs}
+}
+
+// namesError lists the files a download refused, on one line.
+type namesError struct {
+	loc  string
+	errs []error
+}
+
+func (e *namesError) Error() string {
+	msgs := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		msgs[i] = err.Error()
+	}
+	n := "1 file"
+	if len(e.errs) > 1 {
+		n = fmt.Sprint(len(e.errs), " files")
+	}
+	return fmt.Sprintf("%s: %s selected cannot be written safely (exclude them to download the rest): %s", e.loc, n, strings.Join(msgs, "; "))
+}
+
+func (e *namesError) Unwrap() []error { return e.errs }
 
 // Result describes a finished download.
 type Result struct {

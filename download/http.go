@@ -55,6 +55,11 @@ func downloadHTTP(ctx context.Context, loc string, cfg *config) (*Result, error)
 			sel = append(sel, name)
 		}
 	}
+	if len(sel) > 0 {
+		if err := checkNames(loc, sel, false); err != nil {
+			return nil, err
+		}
+	}
 	opened := make([]*remote.File, len(sel))
 	defer func() {
 		for _, f := range opened {

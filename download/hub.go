@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gosafetensors/safetensors/hfcache"
+	"github.com/gosafetensors/safetensors/internal/safename"
 	"github.com/gosafetensors/safetensors/load"
 	"github.com/gosafetensors/safetensors/remote"
 )
@@ -92,6 +93,13 @@ func downloadHub(ctx context.Context, loc string, cfg *config) (*Result, error) 
 	}
 	if len(sel) == 0 {
 		return nil, fmt.Errorf("%s at %s: %w the path and patterns given", ref, commit[:12], ErrNoFiles)
+	}
+	names := make([]string, len(sel))
+	for i, f := range sel {
+		names[i] = f.Path
+	}
+	if err := checkNames(ref.String(), names, true); err != nil {
+		return nil, err
 	}
 	open := func(f remote.RepoFile) func(ctx context.Context) (io.ReaderAt, error) {
 		return func(ctx context.Context) (io.ReaderAt, error) { return repo.Open(ctx, f.Path) }
@@ -256,6 +264,9 @@ func cacheFor(cfg *config) (*hfcache.Cache, error) {
 func treeEntries(listing []remote.RepoFile) map[string]hfcache.TreeEntry {
 	m := make(map[string]hfcache.TreeEntry, len(listing))
 	for _, f := range listing {
+		if safename.Check(f.Path) != nil || remote.ValidRepoPath(f.Path) != nil {
+			continue // excluded (else the download failed): written nowhere
+		}
 		e := hfcache.TreeEntry{Size: f.Size, BlobID: f.BlobID}
 		if f.LFS != nil {
 			size := f.LFS.Size
@@ -269,7 +280,7 @@ func treeEntries(listing []remote.RepoFile) map[string]hfcache.TreeEntry {
 // localPaths returns where a file of a download into dir goes, and its
 // partial (under dir/.cache/safetensors/download, out of the way).
 func localPaths(dir, rel string) (dest, part string, err error) {
-	if err := remote.ValidRepoPath(rel); err != nil {
+	if err := safename.Check(rel); err != nil {
 		return "", "", err
 	}
 	dest = filepath.Join(dir, filepath.FromSlash(rel))

@@ -27,9 +27,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/gosafetensors/safetensors/internal/safename"
 )
 
 // ErrInvalid reports a repository id, revision, path or blob name that
@@ -153,20 +154,12 @@ func plainSegment(s string) bool {
 	return true
 }
 
-// checkRelPath checks a '/'-separated path relative to a folder: clean,
-// no empty, "." or ".." segment, not absolute, no backslash, no control
-// character.
+// checkRelPath checks a '/'-separated path relative to a folder with the
+// rule for names a server chose (internal/safename: inside the folder, no
+// alias of another name, nothing in a .git folder or a metadata folder).
 func checkRelPath(p string) error {
-	if p == "" || path.Clean(p) != p || strings.HasPrefix(p, "/") {
-		return fmt.Errorf("%w: path %q", ErrInvalid, p)
-	}
-	for _, seg := range strings.Split(p, "/") {
-		if !plainSegment(seg) {
-			return fmt.Errorf("%w: path %q", ErrInvalid, p)
-		}
-	}
-	if len(p) >= 2 && p[1] == ':' {
-		return fmt.Errorf("%w: path %q is a drive path", ErrInvalid, p)
+	if err := safename.Check(p); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return nil
 }

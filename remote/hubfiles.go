@@ -43,8 +43,10 @@ func (f RepoFile) Digest() string {
 // Hub's repository API (?blobs=true). Like [Repo.Files] it pins the commit
 // the API names. An entry the Hub lists without a size, with a malformed
 // digest, or with an LFS size other than its size is an error
-// ([ErrProtocol]): a download checked against it would prove nothing. Paths
-// that fail [ValidRepoPath] are left out, as [Repo.Files] does.
+// ([ErrProtocol]): a download checked against it would prove nothing.
+// Paths are as the Hub lists them, including those that fail
+// [ValidRepoPath] (which [Repo.Files] leaves out): a caller that writes or
+// requests them checks them, and can say which it refused.
 func (r *Repo) FileInfos(ctx context.Context) ([]RepoFile, error) {
 	info, name, err := r.info(ctx, true)
 	if err != nil {
@@ -52,9 +54,6 @@ func (r *Repo) FileInfos(ctx context.Context) ([]RepoFile, error) {
 	}
 	out := make([]RepoFile, 0, len(info.Siblings))
 	for _, s := range info.Siblings {
-		if ValidRepoPath(s.Name) != nil {
-			continue
-		}
 		f := RepoFile{Path: s.Name, BlobID: strings.ToLower(s.BlobID)}
 		switch {
 		case s.Size == nil || *s.Size < 0:
