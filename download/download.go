@@ -69,11 +69,11 @@ func (e *namesError) Error() string {
 	for i, err := range e.errs {
 		msgs[i] = err.Error()
 	}
-	n := "1 file"
+	n, them := "1 file", "it"
 	if len(e.errs) > 1 {
-		n = fmt.Sprint(len(e.errs), " files")
+		n, them = fmt.Sprint(len(e.errs), " files"), "them"
 	}
-	return fmt.Sprintf("%s: %s selected cannot be written safely (exclude them to download the rest): %s", e.loc, n, strings.Join(msgs, "; "))
+	return fmt.Sprintf("%s: %s selected cannot be written safely (exclude %s to download the rest): %s", e.loc, n, them, strings.Join(msgs, "; "))
 }
 
 func (e *namesError) Unwrap() []error { return e.errs }
