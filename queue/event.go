@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ErrEvent is wrapped by the error of a message that is not an event
@@ -222,7 +223,8 @@ type gcsObject struct {
 }
 
 // generation is decimal digits.
-var generation = regexp.MustCompile(`^[0-9]{1,20}$`)
+// Compiled on first use: package initialisation runs in every CLI command.
+var generation = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,20}$`) })
 
 // gcsEvents reads a GCS notification: the object resource (data, may be
 // nil with payloadFormat NONE) and the Pub/Sub attributes.
@@ -266,7 +268,7 @@ func gcsEvents(data []byte, attrs map[string]string) ([]Event, error) {
 	if ev.Bucket == "" || ev.Key == "" {
 		return nil, fmt.Errorf("%w: GCS notification without a bucket or object name", ErrEvent)
 	}
-	if ev.Generation != "" && !generation.MatchString(ev.Generation) {
+	if ev.Generation != "" && !generation().MatchString(ev.Generation) {
 		return nil, fmt.Errorf("%w: GCS generation %q is not a number", ErrEvent, ev.Generation)
 	}
 	return []Event{ev}, nil

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Location returns loc as it may be shown: a URL (scheme://...) without
@@ -63,8 +64,10 @@ func isScheme(s string) bool {
 // urlUserinfo its userinfo: SDK and net/http errors quote the request URL,
 // whose query may carry a signature, a SAS token or an access key.
 var (
-	urlQuery    = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'?#]*)[?#]([^\s"']*)`)
-	urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^\s"'/@]*@`)
+	urlQuery = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'?#]*)[?#]([^\s"']*)`)
+	})
+	urlUserinfo = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^\s"'/@]*@`) })
 )
 
 // Text returns msg with the userinfo, the query and the fragment of every
@@ -73,9 +76,9 @@ var (
 // given). Punctuation that ends a clause (".,:;)]}") is taken to end the
 // URL.
 func Text(msg string) string {
-	msg = urlUserinfo.ReplaceAllString(msg, "$1")
-	return urlQuery.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := urlQuery.FindStringSubmatch(m)
+	msg = urlUserinfo().ReplaceAllString(msg, "$1")
+	return urlQuery().ReplaceAllStringFunc(msg, func(m string) string {
+		sub := urlQuery().FindStringSubmatch(m)
 		base, query := sub[1], sub[2]
 		tail := query[len(strings.TrimRight(query, ".,:;)]}")):]
 		if strings.HasPrefix(query, "…") && m[len(base)] == '?' {
