@@ -61,9 +61,11 @@ func FuzzConvert(f *testing.F) {
 }
 
 // FuzzScanConvertAgree mutates checkpoints and crafted attack files and
-// requires one verdict: torch.NewReader (what convert opens) accepts a file
-// exactly when torch.Scan calls it clean, refuses with ErrNotAllowed
-// exactly when Scan calls it dangerous, and names a global Scan named.
+// requires one verdict: torch.NewReader (what convert opens) followed by
+// the record checks deferred to the storages' first reads
+// (Checkpoint.Check, which conversion runs) accepts a file exactly when
+// torch.Scan calls it clean, refuses with ErrNotAllowed exactly when Scan
+// calls it dangerous, and names a global Scan named.
 func FuzzScanConvertAgree(f *testing.F) {
 	for _, glob := range []string{"../testdata/torch/*.p[th]", "../testdata/torch/*.bin", "../testdata/crafted/*", "../testdata/malicious/*"} {
 		paths, _ := filepath.Glob(glob)
@@ -79,6 +81,11 @@ func FuzzScanConvertAgree(f *testing.F) {
 			t.Fatalf("Scan of an in-memory file failed: %v", err)
 		}
 		c, oerr := torch.NewReader(bytes.NewReader(b), int64(len(b)), "fuzz.pt")
+		if oerr == nil {
+			if oerr = c.Check(); oerr != nil {
+				c.Close()
+			}
+		}
 		v := rep.Verdict()
 		if (oerr == nil) != (v == torch.VerdictClean) {
 			t.Fatalf("scan %s (globals %v, problems %q), open %v", v, rep.NotAllowed(), rep.Problems, oerr)

@@ -99,6 +99,7 @@ type Plan struct {
 	report  Report
 	sources map[string]*torch.Tensor // output name -> source view
 	opt     planOptions
+	ck      *torch.Checkpoint
 }
 
 // Report returns what the plan will write (without digests).
@@ -147,7 +148,7 @@ func planOnly(opts []PlanOption) (planOptions, error) {
 // scope (the rest skipped), the aliases dropped, the tensors written and
 // their metadata, their order in the file, and the output cap.
 func newPlan(c *torch.Checkpoint, opt planOptions) (*Plan, error) {
-	p := &Plan{opt: opt, sources: map[string]*torch.Tensor{}}
+	p := &Plan{opt: opt, sources: map[string]*torch.Tensor{}, ck: c}
 	p.report.Format = c.Format
 	prefix, err := choosePrefix(c, opt.key)
 	if err != nil {

@@ -177,6 +177,14 @@ func (p *Plan) stream(ctx context.Context, out string, w writeOptions) (*Report,
 			copied.sums[ti.Name] = src.h.Sum64()
 		}
 	}
+	// the checks of every storage record (torch.Storage.Check) run on its
+	// first read; this runs those of records nothing read (empty tensors,
+	// entries not converted), so that what converts is what Scan calls
+	// clean
+	if err := p.ck.Check(); err != nil {
+		fw.Abort()
+		return nil, cancelled(ctx, err)
+	}
 	if w.verify {
 		err = fw.CloseVerified(func(f *safetensors.Reader) error {
 			if err := ctx.Err(); err != nil {

@@ -31,8 +31,11 @@ type Checkpoint struct {
 	name    string // for errors
 
 	// what the strict decoder read, for analyze's fast path
-	pickleEntry string // zip: the data.pkl record decoded
-	end         int64  // legacy: the offset after the last storage
+	pickleEntry string      // zip: the data.pkl record decoded
+	end         int64       // legacy: the offset after the last storage
+	zip         *zipArchive // zip: the archive as listed
+	storages    []*Storage  // in file order
+	deferred    *deferredOpen
 }
 
 // Entry is one leaf of the pickled object.
@@ -110,6 +113,12 @@ func newReader(r io.ReaderAt, size int64, name string, lim *Limits) (c *Checkpoi
 	for _, t := range c.tensors {
 		t.Storage.path = name
 	}
+	for _, s := range c.storages {
+		s.path = name
+	}
+	if c.deferred != nil {
+		c.deferred.name = name
+	}
 	c.name = name
 	return c, nil
 }
@@ -181,7 +190,10 @@ func sniff(r io.ReaderAt, size int64) (container, error) {
 	return kindOther, nil
 }
 
-func open(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
+// open opens the checkpoint with the strict decoder; with deferred, the
+// checks of each storage's record wait for its first read (see
+// deferred.go).
+func open(r io.ReaderAt, size int64, lim *Limits, deferred bool) (*Checkpoint, error) {
 	k, err := sniff(r, size)
 	if err != nil {
 		return nil, err
@@ -190,11 +202,11 @@ func open(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	case kindEmpty:
 		return nil, newError(ErrCorrupt, "", -1, "empty file")
 	case kindZip:
-		return openZip(r, size, lim)
+		return openZip(r, size, lim, deferred)
 	case kindTar:
 		return nil, newError(ErrUnsupported, "", -1, "tar checkpoint (torch < 0.4) is not supported: the first 512 bytes pass Python's tar header check, so torch.load would read the file as a tar archive")
 	}
-	return openStream(r, size, lim)
+	return openStream(r, size, lim, deferred)
 }
 
 // legacyMagic is torch's legacy-format magic number 0x1950a86a20f9469cfc6c.
@@ -208,7 +220,7 @@ func isLegacyMagic(v any) bool {
 // openStream handles everything that is not a zip: the legacy format, or a
 // bare pickle (refused, but only after every pickle in it was checked so that
 // a dangerous global is named).
-func openStream(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
+func openStream(r io.ReaderAt, size int64, lim *Limits, deferred bool) (*Checkpoint, error) {
 	src := pickle.NewStream(r, 0, size)
 	first, err := newVM(src, lim, "pickle 1", pidNone, nil, nil).run()
 	if err != nil {
@@ -218,7 +230,7 @@ func openStream(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 		return nil, newError(ErrCorrupt, "", -1, "not a PyTorch checkpoint (not a zip archive, and not a pickle: %s)", errMsg(err))
 	}
 	if isLegacyMagic(first) {
-		return openLegacy(r, size, lim, src.Pos())
+		return openLegacy(r, size, lim, src.Pos(), deferred)
 	}
 	// Not a checkpoint. torch.load would still unpickle it (and anything
 	// after it), so look for dangerous globals in every following pickle.

@@ -77,12 +77,17 @@ func FuzzZip(f *testing.F) {
 		defer watchdog(b)()
 		lim := fuzzLimits()
 		r := bytes.NewReader(b)
-		if c, err := open(r, int64(len(b)), lim); err == nil {
-			for _, tn := range c.Tensors() {
-				if tn.NBytes() > 1<<24 {
-					t.Fatalf("tensor %q claims %d bytes in a %d-byte file", tn.Name, tn.NBytes(), len(b))
+		for _, deferred := range []bool{false, true} {
+			if c, err := open(r, int64(len(b)), lim, deferred); err == nil {
+				if c.deferred != nil {
+					c.deferred.name = "fuzz"
 				}
-				_, _ = tn.WriteTo(io.Discard)
+				for _, tn := range c.Tensors() {
+					if tn.NBytes() > 1<<24 {
+						t.Fatalf("tensor %q claims %d bytes in a %d-byte file", tn.Name, tn.NBytes(), len(b))
+					}
+					_, _ = tn.WriteTo(io.Discard)
+				}
 			}
 		}
 		rep := &ScanReport{}

@@ -587,14 +587,15 @@ func TestHostileLegacy(t *testing.T) {
 	if err != nil || c.Format != FormatLegacy || c.Lookup("w").Numel() != 2 {
 		t.Fatalf("baseline: %v", err)
 	}
-	// the header says 3 elements, the pid 2: torch refuses ("wrong byte size")
-	_, err = openBytes(t, hLegacy(obj(2), []string{"k"}, hLegacyStorage(3, f32s(3))))
+	// the header says 3 elements, the pid 2: torch refuses ("wrong byte size");
+	// the count is checked on the storage's first read
+	_, err = openChecked(t, hLegacy(obj(2), []string{"k"}, hLegacyStorage(3, f32s(3))))
 	wantErr(t, "header numel > pid numel", err, ErrCorrupt, "persistent id says")
-	_, err = openBytes(t, hLegacy(obj(2), []string{"k"}, hLegacyStorage(1, f32s(1))))
+	_, err = openChecked(t, hLegacy(obj(2), []string{"k"}, hLegacyStorage(1, f32s(1))))
 	wantErr(t, "header numel < pid numel", err, ErrCorrupt, "")
-	_, err = openBytes(t, hLegacy(obj(2), []string{"k"}, hLegacyStorage(-1, f32s(2))))
+	_, err = openChecked(t, hLegacy(obj(2), []string{"k"}, hLegacyStorage(-1, f32s(2))))
 	wantErr(t, "negative numel", err, ErrCorrupt, "invalid element count")
-	_, err = openBytes(t, hLegacy(obj(2), []string{"k"}, hLegacyStorage(1<<62, f32s(2))))
+	_, err = openChecked(t, hLegacy(obj(2), []string{"k"}, hLegacyStorage(1<<62, f32s(2))))
 	wantErr(t, "huge numel", err, ErrCorrupt, "")
 	_, err = openBytes(t, hLegacy(obj(-2), []string{"k"}, hLegacyStorage(2, f32s(2))))
 	wantErr(t, "negative pid numel", err, ErrCorrupt, "numel")

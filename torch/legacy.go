@@ -13,7 +13,12 @@ import (
 // numel*itemsize raw bytes. All five pickles go through the inert decoder
 // (torch.load unpickles every one of them with the full unpickler) before any
 // of them is interpreted.
-func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint, error) {
+//
+// With deferred, the element counts are not read: each storage is where the
+// sizes the persistent ids give put it (as they do in any file torch
+// loads, for it refuses a count that differs), and its count is checked on
+// its first read (see deferred.go).
+func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64, deferred bool) (*Checkpoint, error) {
 	storages := make(map[string]*storageRef)
 	ids := new(int)
 	vals := make([]any, 5)
@@ -47,7 +52,12 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 		return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key list is a %s, not a list", typeName(vals[4]))
 	}
 	stores := make(map[*storageRef]*Storage, len(storages))
-	prefetchLegacyHeaders(r, size, pos, keyList, storages)
+	var d *deferredOpen
+	if deferred {
+		d = &deferredOpen{r: r, size: size, lim: lim}
+	} else {
+		prefetchLegacyHeaders(r, size, pos, keyList, storages)
+	}
 	for _, kv := range keyList.Items {
 		key, ok := kv.(string)
 		if !ok {
@@ -60,10 +70,21 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 		if stores[ref] != nil {
 			return nil, newError(ErrCorrupt, "pickle 5", -1, "storage key %q listed twice", key)
 		}
-		var hdr [8]byte
 		if pos > size-8 {
 			return nil, newError(ErrCorrupt, "", pos, "truncated: storage %q header is past the end of the %d-byte file", key, size)
 		}
+		if d != nil {
+			if ref.nbytes > size-pos-8 {
+				return nil, newError(ErrCorrupt, "", pos, "truncated: storage %q needs %d bytes at offset %d but the file is %d bytes", key, ref.nbytes, pos+8, size)
+			}
+			s := &Storage{Key: key, DType: ref.typ.dtype, ItemSize: ref.typ.itemSize, Numel: ref.numel, Location: ref.location,
+				entry: "legacy storage " + key, at: pos}
+			deferStorage(s, &lazyRecord{open: d, pos: pos}, ref.nbytes)
+			stores[ref] = s
+			pos += 8 + ref.nbytes
+			continue
+		}
+		var hdr [8]byte
 		if err := readFull(r, hdr[:], pos); err != nil {
 			return nil, err
 		}
@@ -84,7 +105,8 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 		}
 		stores[ref] = &Storage{
 			Key: key, DType: ref.typ.dtype, ItemSize: ref.typ.itemSize, Numel: ref.numel, Location: ref.location,
-			sec: io.NewSectionReader(r, data, ref.nbytes), entry: "legacy storage " + key,
+			sec: io.NewSectionReader(r, data, ref.nbytes), entry: "legacy storage " + key, at: pos,
+			r: r, recOff: data,
 		}
 		pos = data + n
 	}
@@ -93,7 +115,7 @@ func openLegacy(r io.ReaderAt, size int64, lim *Limits, pos int64) (*Checkpoint,
 			return nil, newError(ErrCorrupt, "pickle 5", -1, "storage %q is not in the storage key list (no data)", key)
 		}
 	}
-	c := &Checkpoint{Format: FormatLegacy, end: pos}
+	c := &Checkpoint{Format: FormatLegacy, end: pos, storages: sortStorages(stores), deferred: d}
 	if err := c.build(vals[3], stores, "pickle 4", lim.forPickle(objLen)); err != nil {
 		return nil, err
 	}

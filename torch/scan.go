@@ -108,7 +108,7 @@ func analyze(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanRepo
 		}
 		scanZipPolyglot(r, size, lim, rep)
 	}
-	c, rep.openErr = open(r, size, lim)
+	c, rep.openErr = open(r, size, lim, false)
 	switch {
 	case rep.openErr == nil:
 		rep.Tensors = len(c.tensors)
@@ -193,14 +193,14 @@ func fastOpen(r io.ReaderAt, size int64, lim *Limits) (c *Checkpoint, err error)
 			c, err = nil, panicked{p}
 		}
 	}()
-	c, err = open(r, size, lim)
+	c, err = open(r, size, lim, true)
 	if err != nil {
 		return nil, nil
 	}
 	rep := &ScanReport{walks: pickle.NewWalks(walkBudget(size)), userAllow: lim.userAllow}
 	switch c.Format {
 	case FormatZip:
-		scanZipExcept(r, size, lim, rep, c.pickleEntry)
+		scanZipArchive(c.zip, lim, rep, c.pickleEntry)
 	case FormatLegacy:
 		if c.end != size {
 			return nil, nil
@@ -442,12 +442,6 @@ func jitName(module string) bool {
 const maxDataPklExempt = 4
 
 func scanZip(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport) {
-	scanZipExcept(r, size, lim, rep, "")
-}
-
-// scanZipExcept is scanZip without decoding the member named skip (which
-// the strict decoder read in full).
-func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip string) {
 	rep.zipLoader = true
 	z, err := readZip(r, size, lim)
 	if err != nil {
@@ -455,6 +449,36 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 		scanZipFallback(r, size, lim, rep)
 		return
 	}
+	scanZipArchive(z, lim, rep, "")
+}
+
+// looksLikePickle reports whether the n bytes at off of ra start like a
+// pickle of protocol 2 to 5 (PROTO n).
+func looksLikePickle(ra io.ReaderAt, off, n int64) bool {
+	var head [2]byte
+	return n >= 2 && readFull(ra, head[:], off) == nil && pickle.Op(head[0]) == pickle.OpProto && head[1] >= 2 && head[1] <= 5
+}
+
+// hiddenPickle scans the n bytes at off of ra, a zip member that is not a
+// pickle record, as a pickle if they start like one, into rep (a report
+// of its own): it reports whether they hold anything a pickle scanner
+// cares about (a global, an opcode that would run code), which makes the
+// archive a problem.
+func hiddenPickle(ra io.ReaderAt, off, n int64, name string, lim *Limits, rep *ScanReport) bool {
+	if !looksLikePickle(ra, off, n) {
+		return false
+	}
+	scanPickles(ra, off, 0, min(n, lim.MaxPickleBytes), name, pidZip, lim, rep, 1, nil)
+	return len(rep.Globals) > 0 || len(rep.DangerousOpcodes) > 0
+}
+
+// scanZipArchive scans a listed archive, without decoding the member
+// named skip (which the strict decoder read in full). Records whose local
+// headers were deferred (z listed by readZipDeferring) are checked when
+// their storage is first read (Storage.Check), not here.
+func scanZipArchive(z *zipArchive, lim *Limits, rep *ScanReport, skip string) {
+	rep.zipLoader = true
+	r, size := z.r, z.size
 	prefix := z.prefix()
 	for _, p := range z.problems {
 		rep.addProblem(p.entry + ": " + p.msg)
@@ -502,6 +526,9 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 		if isDataPkl(e.Name) {
 			nData++
 		}
+		if e.Deferred {
+			continue // a storage record, checked when it is read
+		}
 		if skip != "" && e.Name == skip {
 			skip = "" // only the first member of that name was decoded
 			continue
@@ -532,18 +559,11 @@ func scanZipExcept(r io.ReaderAt, size int64, lim *Limits, rep *ScanReport, skip
 			scanPickles(ra, off, 0, n, e.Name, pidZip, lim, rep, 1<<20, crc)
 			continue
 		}
-		head := make([]byte, min(n, 2))
-		if readFull(ra, head, off) != nil || len(head) < 2 || pickle.Op(head[0]) != pickle.OpProto || head[1] < 2 || head[1] > 5 {
-			continue
-		}
-		// Looks like a pickle in a non-.pkl member: scan it separately and
-		// only report it if it contains something a pickle scanner cares about.
-		if overlap(e) {
+		if !looksLikePickle(ra, off, n) || overlap(e) {
 			continue
 		}
 		sub := rep.sub()
-		scanPickles(ra, off, 0, min(n, lim.MaxPickleBytes), e.Name, pidZip, lim, sub, 1, nil)
-		if len(sub.Globals) > 0 || len(sub.DangerousOpcodes) > 0 {
+		if hiddenPickle(ra, off, n, e.Name, lim, sub) {
 			rep.addProblem(e.Name + ": pickle hidden in a non-.pkl member")
 			sub.Problems = nil
 			rep.merge(sub)

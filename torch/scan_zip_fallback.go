@@ -44,7 +44,7 @@ func (f *zipFallback) budget(k [3]int64, name string) bool {
 	}
 	f.scanned[k] = true
 	if isDataPkl(name) && f.exempt < maxDataPklExempt {
-		f.exempt++ // see scanZipExcept
+		f.exempt++ // see scanZipArchive
 		return true
 	}
 	if f.spent += k[1]; f.spent > 4*f.size+(1<<20) {

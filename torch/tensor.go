@@ -43,6 +43,8 @@ type Storage struct {
 	crc      uint32
 	hasCRC   bool
 	verified atomic.Int32 // 0 not yet, 1 CRC ok, 2 CRC bad
+	at       int64        // where the record is in the file, for file order
+	lazy     *lazyRecord  // the record's checks deferred to the first read (nil: checked at open)
 }
 
 // NBytes is the storage size in bytes (Numel*ItemSize).
@@ -50,12 +52,17 @@ func (s *Storage) NBytes() int64 { return s.sec.Size() }
 
 // Section returns the storage bytes as stored in the file (native byte order,
 // which this package only accepts when it is little-endian). Reading through
-// it does not verify the zip CRC; use Verify or Tensor.WriteTo for that.
+// it does not verify the zip CRC; use Verify or Tensor.WriteTo for that. Its
+// first read runs the record's deferred checks (see Check): a record that
+// fails them fails the read.
 func (s *Storage) Section() *io.SectionReader { return io.NewSectionReader(s.sec, 0, s.sec.Size()) }
 
 // Verify reads the whole record once and checks its CRC-32 (zip
 // checkpoints); the result is remembered. Legacy storages have no checksum.
 func (s *Storage) Verify() error {
+	if err := s.Check(); err != nil {
+		return err
+	}
 	if !s.needsVerify() {
 		return s.verifyErr()
 	}
@@ -203,6 +210,9 @@ func (t *Tensor) WriteToBuffer(w io.Writer, maxBuffer int64) (int64, error) {
 	}
 	n := t.NBytes()
 	s := t.Storage
+	if err := s.Check(); err != nil {
+		return 0, err
+	}
 	if n == 0 {
 		return 0, nil
 	}

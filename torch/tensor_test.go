@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"io"
 	"strings"
 	"testing"
 
@@ -14,6 +15,20 @@ import (
 func openBytes(t testing.TB, b []byte) (*Checkpoint, error) {
 	t.Helper()
 	return NewReader(bytes.NewReader(b), int64(len(b)), "mem.pt")
+}
+
+// openChecked is openBytes followed by the checks deferred to the first
+// read of each storage (Checkpoint.Check): what converting the file finds.
+func openChecked(t testing.TB, b []byte) (*Checkpoint, error) {
+	t.Helper()
+	c, err := openBytes(t, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func writeZip(t testing.TB, tensors []torchtest.Tensor, opts torchtest.Options) []byte {
@@ -213,9 +228,17 @@ func TestScanFindsHiddenPickle(t *testing.T) {
 	evil := []byte("\x80\x02cposix\nsystem\nX\x01\x00\x00\x00a\x85R.")
 	b := writeZip(t, []torchtest.Tensor{{Name: "w", DType: "U8", Shape: []int64{int64(len(evil))}, Data: evil}}, torchtest.Options{})
 	// torch never unpickles a storage, but one verdict: what Scan objects
-	// to, Open refuses (naming it)
-	if _, err := openBytes(t, b); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "posix.system") {
+	// to, the first read of the storage refuses (naming it); opening, which
+	// reads no storage, does not
+	c, err := openBytes(t, b)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := c.Tensors()[0].WriteTo(io.Discard); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "posix.system") {
 		t.Fatalf("a storage holding a pickle with a dangerous global: %v", err)
+	}
+	if err := c.Check(); !errors.Is(err, ErrNotAllowed) {
+		t.Fatalf("Check: %v", err)
 	}
 	rep, err := Scan(bytes.NewReader(b), int64(len(b)), "x.pt")
 	if err != nil {

@@ -85,6 +85,10 @@ func (v *View) check() error {
 	v.once.Do(func() {
 		t := v.t
 		s := t.Storage
+		if err := s.Check(); err != nil {
+			v.err = err
+			return
+		}
 		if s.needsVerify() && s.recLen <= verifyMax {
 			if err := s.Verify(); err != nil {
 				v.err = err

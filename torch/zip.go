@@ -40,7 +40,18 @@ func (z *zipArchive) problem(kind error, entry, format string, args ...any) {
 
 // readZip lists the archive as miniz does (see ziplist.NewReader).
 func readZip(r io.ReaderAt, size int64, lim *Limits) (*zipArchive, error) {
-	zr, err := ziplist.NewReader(r, size, lim.MaxZipEntries)
+	return listZip(r, size, lim, nil)
+}
+
+// readZipDeferring is readZip without reading the local headers of the
+// records where storages may live (see storageName): their checks wait
+// for the first read of the storage.
+func readZipDeferring(r io.ReaderAt, size int64, lim *Limits) (*zipArchive, error) {
+	return listZip(r, size, lim, func(e *ziplist.Entry) bool { return storageName(e.Name) })
+}
+
+func listZip(r io.ReaderAt, size int64, lim *Limits, deferred func(*ziplist.Entry) bool) (*zipArchive, error) {
+	zr, err := ziplist.NewReaderDeferring(r, size, lim.MaxZipEntries, deferred)
 	if err != nil {
 		return nil, zipError(err)
 	}

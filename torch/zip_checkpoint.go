@@ -16,8 +16,12 @@ const torchScriptMsg = "TorchScript archive (torch.jit.save): not a pickled stat
 	"which resolves its __torch__ classes and compiles its code without Python's pickle); load it with torch.jit.load " +
 	"and torch.save its state_dict() to convert it"
 
-func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
-	z, err := readZip(r, size, lim)
+func openZip(r io.ReaderAt, size int64, lim *Limits, deferred bool) (*Checkpoint, error) {
+	list := readZip
+	if deferred {
+		list = readZipDeferring
+	}
+	z, err := list(r, size, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -99,15 +103,27 @@ func openZip(r io.ReaderAt, size int64, lim *Limits) (*Checkpoint, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
+	var d *deferredOpen
+	if deferred {
+		d = &deferredOpen{r: r, size: size, lim: lim}
+	}
 	stores := make(map[*storageRef]*Storage, len(p.storages))
+	used := make(map[*zipEntry]bool, len(p.storages))
 	for _, ref := range p.storages {
-		s, err := zipStorage(z, prefix, ref)
+		s, e, err := zipStorage(z, prefix, ref, d)
 		if err != nil {
 			return nil, err
 		}
-		stores[ref] = s
+		stores[ref], used[e] = s, true
 	}
-	c := &Checkpoint{Format: FormatZip, Prefix: prefix, Version: version, pickleEntry: p.e.Name}
+	for _, e := range z.Entries {
+		if e.Deferred && !used[e] {
+			// a record no storage reads would never be checked
+			return nil, newError(ErrCorrupt, e.Name, -1, "record is not a storage of data.pkl")
+		}
+	}
+	c := &Checkpoint{Format: FormatZip, Prefix: prefix, Version: version, pickleEntry: p.e.Name,
+		zip: z, storages: sortStorages(stores), deferred: d}
 	if err := c.build(p.root, stores, p.e.Name, lim.forPickle(p.e.Size)); err != nil {
 		return nil, err
 	}
@@ -216,25 +232,32 @@ func validKey(k string) bool {
 	return !strings.ContainsAny(k, "/\\\x00")
 }
 
-// zipStorage resolves a persistent id to <prefix>/data/<key>, and nothing else.
-func zipStorage(z *zipArchive, prefix string, ref *storageRef) (*Storage, error) {
+// zipStorage resolves a persistent id to <prefix>/data/<key>, and nothing
+// else; with d, a record whose local header was deferred is checked on the
+// storage's first read.
+func zipStorage(z *zipArchive, prefix string, ref *storageRef, d *deferredOpen) (*Storage, *zipEntry, error) {
 	if !validKey(ref.key) {
-		return nil, newError(ErrCorrupt, "", -1, "storage key %q is not a plain record name", ref.key)
+		return nil, nil, newError(ErrCorrupt, "", -1, "storage key %q is not a plain record name", ref.key)
 	}
 	name := prefix + "/data/" + ref.key
 	e := z.lookup(name)
 	if e == nil {
-		return nil, newError(ErrCorrupt, "", -1, "storage %q: record %s is missing", ref.key, name)
+		return nil, nil, newError(ErrCorrupt, "", -1, "storage %q: record %s is missing", ref.key, name)
 	}
 	// torch writes exactly numel*itemsize bytes; a longer record hides bytes
 	// no tensor can reach, a shorter one is read past its end by some torch
 	// versions
 	if e.Size != ref.nbytes {
-		return nil, newError(ErrCorrupt, name, -1, "storage %q is %d bytes but its persistent id says %d (%d x %s)", ref.key, e.Size, ref.nbytes, ref.numel, ref.typ.name)
+		return nil, nil, newError(ErrCorrupt, name, -1, "storage %q is %d bytes but its persistent id says %d (%d x %s)", ref.key, e.Size, ref.nbytes, ref.numel, ref.typ.name)
 	}
-	return &Storage{
+	s := &Storage{
 		Key: ref.key, DType: ref.typ.dtype, ItemSize: ref.typ.itemSize, Numel: ref.numel, Location: ref.location,
-		sec: io.NewSectionReader(z.r, e.DataOffset, ref.nbytes), entry: name,
-		r: z.r, recOff: e.DataOffset, recLen: e.Size, crc: e.CRC32, hasCRC: true,
-	}, nil
+		entry: name, recLen: e.Size, crc: e.CRC32, hasCRC: true, at: e.HeaderOffset,
+	}
+	if e.Deferred {
+		deferStorage(s, &lazyRecord{open: d, z: z, e: e}, ref.nbytes)
+		return s, e, nil
+	}
+	s.sec, s.r, s.recOff = io.NewSectionReader(z.r, e.DataOffset, ref.nbytes), z.r, e.DataOffset
+	return s, e, nil
 }

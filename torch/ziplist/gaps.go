@@ -2,6 +2,7 @@ package ziplist
 
 import (
 	"encoding/binary"
+	"io"
 	"sort"
 )
 
@@ -18,6 +19,11 @@ func (z *Reader) Gaps() []Span {
 	type span struct{ a, b int64 }
 	var spans []span
 	for _, e := range z.Entries {
+		if e.Deferred {
+			// taken to fill the file up to the next record; Resolve checks it
+			spans = append(spans, span{e.HeaderOffset, z.nextStart(e)})
+			continue
+		}
 		if e.DataOffset < 0 {
 			continue
 		}
@@ -55,8 +61,13 @@ func (z *Reader) Gaps() []Span {
 // matches entry e (with or without its signature, 32- or 64-bit sizes),
 // else 0.
 func (z *Reader) descriptorLen(off int64, e *Entry) int64 {
+	return z.descriptorLenAt(z.r, off, e)
+}
+
+// descriptorLenAt is descriptorLen reading through r.
+func (z *Reader) descriptorLenAt(r io.ReaderAt, off int64, e *Entry) int64 {
 	b := make([]byte, min(24, max(z.size-off, 0)))
-	if readFull(z.r, b, off) != nil {
+	if readFull(r, b, off) != nil {
 		return 0
 	}
 	sig := 0

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gosafetensors/safetensors/internal/rangeread"
 )
@@ -38,8 +39,11 @@ type Entry struct {
 	CompressedSize int64 // after the ZIP64 extra field, if any
 	Size           int64 // uncompressed; miniz reads this many bytes of a STORED entry
 	HeaderOffset   int64 // of the local header
-	DataOffset     int64 // after the local header's name and extra field; -1 if the local header is unusable
+	DataOffset     int64 // after the local header's name and extra field; -1 if the local header is unusable or Deferred
 	Index          int   // position in the central directory
+	// Deferred is set for an entry whose local header [NewReaderDeferring]
+	// did not read: [Reader.Resolve] reads and checks it.
+	Deferred bool
 }
 
 // Problem is an irregularity of an archive the reader went on past: miniz
@@ -64,6 +68,10 @@ type Reader struct {
 	size   int64
 	byName map[string]*Entry // first entry of each name
 	folded map[string]string // FoldName(name) -> the first name folding to it
+
+	starts   []int64 // sorted starts of the records and the directory (see nextStart)
+	mu       sync.Mutex
+	resolved map[*Entry]*resolution // Resolve's answers
 }
 
 func (z *Reader) problem(kind error, entry, format string, args ...any) {
@@ -81,6 +89,24 @@ func (z *Reader) problem(kind error, entry, format string, args ...any) {
 // compressed entries, overlaps, entries after the directory) is listed in
 // Problems.
 func NewReader(r io.ReaderAt, size int64, maxEntries int) (*Reader, error) {
+	return newReader(r, size, maxEntries, nil)
+}
+
+// NewReaderDeferring is NewReader, except that the local headers of the
+// entries for which deferred returns true are not read: such an entry is
+// marked Deferred (DataOffset -1) and checked by [Reader.Resolve] when its
+// data is wanted. An archive of many records costs a reader of a remote
+// object a few requests then, instead of one per record where the server
+// answers only single ranges. Only a STORED entry whose central directory
+// record is sound and whose shortest possible extent (header, name, data)
+// lies before the central directory is deferred; until it is resolved, it
+// is taken to fill the file up to the next record, as one torch writes
+// does (see [Reader.Gaps]): Resolve checks that it does.
+func NewReaderDeferring(r io.ReaderAt, size int64, maxEntries int, deferred func(*Entry) bool) (*Reader, error) {
+	return newReader(r, size, maxEntries, deferred)
+}
+
+func newReader(r io.ReaderAt, size int64, maxEntries int, deferred func(*Entry) bool) (*Reader, error) {
 	tailLen := int64(lenEnd + 65535)
 	if tailLen > size {
 		tailLen = size
@@ -209,7 +235,7 @@ func NewReader(r io.ReaderAt, size int64, maxEntries int) (*Reader, error) {
 	if p != len(cd) {
 		return nil, newError(ErrFormat, "", cdOff+int64(p), "%d unexplained bytes at the end of the central directory", len(cd)-p)
 	}
-	z.checkLocalHeaders()
+	z.checkLocalHeaders(deferred)
 	return z, nil
 }
 
@@ -253,74 +279,124 @@ func (e *Entry) zip64(extra []byte) string {
 	return ""
 }
 
-// checkLocalHeaders reads every local header and records disagreements with
-// the central directory, bad flags, compression and overlaps.
-func (z *Reader) checkLocalHeaders() {
-	z.prefetchLocalHeaders()
-	var hdr [lenLocal]byte
+// checkLocalHeaders reads every local header (but those deferred) and
+// records disagreements with the central directory, bad flags,
+// compression and overlaps.
+func (z *Reader) checkLocalHeaders(deferred func(*Entry) bool) {
 	for _, e := range z.Entries {
 		e.DataOffset = -1
-		// torch's reader (miniz) only requires the local header and the
-		// data to lie inside the file, not before the central directory:
-		// a record placed in the end record's comment, in a central entry's
-		// extra field or comment, or running into the directory is still
-		// read. Such a record is kept (so that scan decodes what torch
-		// would) and recorded as a problem (so that nothing accepts it).
-		if e.HeaderOffset > z.size-lenLocal {
-			z.problem(ErrFormat, e.Name, "local header offset %d is outside the archive data (past the end of the file)", e.HeaderOffset)
-			continue
+		e.Deferred = deferred != nil && z.canDefer(e) && deferred(e)
+	}
+	z.prefetchLocalHeaders()
+	for _, e := range z.Entries {
+		if !e.Deferred {
+			e.DataOffset = z.checkLocal(z.r, e, z.problem)
 		}
-		if readFull(z.r, hdr[:], e.HeaderOffset) != nil || binary.LittleEndian.Uint32(hdr[:]) != sigLocal {
-			z.problem(ErrFormat, e.Name, "no local header at offset %d", e.HeaderOffset)
-			continue
-		}
-		flags, method := binary.LittleEndian.Uint16(hdr[6:]), binary.LittleEndian.Uint16(hdr[8:])
-		nl, el := int64(binary.LittleEndian.Uint16(hdr[26:])), int64(binary.LittleEndian.Uint16(hdr[28:]))
-		dataOff := e.HeaderOffset + lenLocal + nl + el
-		if dataOff > z.size || e.CompressedSize > z.size-dataOff {
-			into := ""
-			if dataOff < z.DirOffset {
-				into = " runs into the central directory and"
-			}
-			z.problem(ErrFormat, e.Name, "entry data (%d bytes at offset %d)%s runs past the end of the file", e.CompressedSize, dataOff, into)
-			continue
-		}
-		if dataOff > z.DirOffset || e.CompressedSize > z.DirOffset-dataOff {
-			z.problem(ErrFormat, e.Name, "entry (local header at offset %d, %d bytes of data at offset %d) is not before the central directory at offset %d (torch reads it anyway)", e.HeaderOffset, e.CompressedSize, dataOff, z.DirOffset)
-		}
-		name := make([]byte, nl)
-		if readFull(z.r, name, e.HeaderOffset+lenLocal) != nil {
-			z.problem(ErrFormat, e.Name, "unreadable local header name")
-			continue
-		}
-		if string(name) != e.Name {
-			z.problem(ErrFormat, e.Name, "local header names the entry %q but the central directory says %q", quote(name), e.Name)
-		}
-		if (flags|e.Flags)&BadFlags != 0 {
-			z.problem(ErrUnsupported, e.Name, "entry is flagged encrypted or patched (flags 0x%04x)", flags|e.Flags)
-		}
-		if method != e.Method {
-			z.problem(ErrFormat, e.Name, "local header says compression method %d, central directory %d", method, e.Method)
-		}
-		if e.Method != 0 {
-			z.problem(ErrUnsupported, e.Name, "entry is compressed (method %d); torch writes uncompressed (STORED) entries", e.Method)
-		} else if e.CompressedSize != e.Size {
-			z.problem(ErrFormat, e.Name, "stored entry with compressed size %d != size %d", e.CompressedSize, e.Size)
-		}
-		e.DataOffset = dataOff
 	}
 	sorted := make([]*Entry, 0, len(z.Entries))
 	for _, e := range z.Entries {
-		if e.DataOffset >= 0 {
+		if e.DataOffset >= 0 || e.Deferred {
 			sorted = append(sorted, e)
 		}
 	}
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].HeaderOffset < sorted[j].HeaderOffset })
 	for i := 1; i < len(sorted); i++ {
-		if prev := sorted[i-1]; prev.DataOffset+prev.CompressedSize > sorted[i].HeaderOffset {
+		// a deferred entry is at least its header, name and data long
+		if prev := sorted[i-1]; z.minEnd(prev) > sorted[i].HeaderOffset {
 			z.problem(ErrFormat, sorted[i].Name, "entry overlaps %q", prev.Name)
 		}
 	}
+	z.starts = make([]int64, 0, len(sorted)+1)
+	for _, e := range sorted {
+		z.starts = append(z.starts, e.HeaderOffset)
+	}
+	z.starts = append(z.starts, z.DirOffset)
+	sort.Slice(z.starts, func(i, j int) bool { return z.starts[i] < z.starts[j] })
+}
+
+// canDefer reports whether e's local header may be read later: a STORED
+// entry, not flagged, whose shortest extent (the fixed header, its name
+// and its data) lies before the central directory. Anything else is read
+// at once, as its problems are the archive's.
+func (z *Reader) canDefer(e *Entry) bool {
+	return e.Method == 0 && e.Flags&BadFlags == 0 && e.CompressedSize == e.Size &&
+		e.HeaderOffset >= 0 && e.CompressedSize >= 0 &&
+		e.HeaderOffset <= z.DirOffset-lenLocal-int64(len(e.Name)) &&
+		e.CompressedSize <= z.DirOffset-lenLocal-int64(len(e.Name))-e.HeaderOffset
+}
+
+// minEnd is where e's data ends: known for an entry whose local header was
+// read, at least its shortest extent for a deferred one.
+func (z *Reader) minEnd(e *Entry) int64 {
+	if e.Deferred {
+		return e.HeaderOffset + lenLocal + int64(len(e.Name)) + e.CompressedSize
+	}
+	return e.DataOffset + e.CompressedSize
+}
+
+// nextStart is where the record or directory after the deferred entry e
+// starts: where e, its data descriptor included, must end.
+func (z *Reader) nextStart(e *Entry) int64 {
+	i := sort.Search(len(z.starts), func(i int) bool { return z.starts[i] > e.HeaderOffset })
+	if i == len(z.starts) {
+		return z.DirOffset
+	}
+	return z.starts[i]
+}
+
+// checkLocal reads e's local header through r and reports what is wrong
+// with it; it returns the offset of e's data, or -1 if the header is
+// unusable.
+func (z *Reader) checkLocal(r io.ReaderAt, e *Entry, problem func(kind error, entry, format string, args ...any)) int64 {
+	var hdr [lenLocal]byte
+	// torch's reader (miniz) only requires the local header and the
+	// data to lie inside the file, not before the central directory:
+	// a record placed in the end record's comment, in a central entry's
+	// extra field or comment, or running into the directory is still
+	// read. Such a record is kept (so that scan decodes what torch
+	// would) and recorded as a problem (so that nothing accepts it).
+	if e.HeaderOffset > z.size-lenLocal {
+		problem(ErrFormat, e.Name, "local header offset %d is outside the archive data (past the end of the file)", e.HeaderOffset)
+		return -1
+	}
+	if readFull(r, hdr[:], e.HeaderOffset) != nil || binary.LittleEndian.Uint32(hdr[:]) != sigLocal {
+		problem(ErrFormat, e.Name, "no local header at offset %d", e.HeaderOffset)
+		return -1
+	}
+	flags, method := binary.LittleEndian.Uint16(hdr[6:]), binary.LittleEndian.Uint16(hdr[8:])
+	nl, el := int64(binary.LittleEndian.Uint16(hdr[26:])), int64(binary.LittleEndian.Uint16(hdr[28:]))
+	dataOff := e.HeaderOffset + lenLocal + nl + el
+	if dataOff > z.size || e.CompressedSize > z.size-dataOff {
+		into := ""
+		if dataOff < z.DirOffset {
+			into = " runs into the central directory and"
+		}
+		problem(ErrFormat, e.Name, "entry data (%d bytes at offset %d)%s runs past the end of the file", e.CompressedSize, dataOff, into)
+		return -1
+	}
+	if dataOff > z.DirOffset || e.CompressedSize > z.DirOffset-dataOff {
+		problem(ErrFormat, e.Name, "entry (local header at offset %d, %d bytes of data at offset %d) is not before the central directory at offset %d (torch reads it anyway)", e.HeaderOffset, e.CompressedSize, dataOff, z.DirOffset)
+	}
+	name := make([]byte, nl)
+	if readFull(r, name, e.HeaderOffset+lenLocal) != nil {
+		problem(ErrFormat, e.Name, "unreadable local header name")
+		return -1
+	}
+	if string(name) != e.Name {
+		problem(ErrFormat, e.Name, "local header names the entry %q but the central directory says %q", quote(name), e.Name)
+	}
+	if (flags|e.Flags)&BadFlags != 0 {
+		problem(ErrUnsupported, e.Name, "entry is flagged encrypted or patched (flags 0x%04x)", flags|e.Flags)
+	}
+	if method != e.Method {
+		problem(ErrFormat, e.Name, "local header says compression method %d, central directory %d", method, e.Method)
+	}
+	if e.Method != 0 {
+		problem(ErrUnsupported, e.Name, "entry is compressed (method %d); torch writes uncompressed (STORED) entries", e.Method)
+	} else if e.CompressedSize != e.Size {
+		problem(ErrFormat, e.Name, "stored entry with compressed size %d != size %d", e.CompressedSize, e.Size)
+	}
+	return dataOff
 }
 
 // prefetchLocalHeaders announces to a remote reader (rangeread.Prefetcher)
@@ -334,7 +410,7 @@ func (z *Reader) prefetchLocalHeaders() {
 	offs := make([]int64, 0, len(z.Entries))
 	lens := make([]int64, 0, len(z.Entries))
 	for _, e := range z.Entries {
-		if e.HeaderOffset < 0 || e.HeaderOffset > z.size-lenLocal {
+		if e.Deferred || e.HeaderOffset < 0 || e.HeaderOffset > z.size-lenLocal {
 			continue
 		}
 		a := max(e.HeaderOffset-24, 0)
