@@ -65,13 +65,17 @@ func (f *File) PrefetchContext(ctx context.Context, offs, lens []int64) error {
 }
 
 // Coalescing gaps: below multipartGap a gap is cheaper to read than a
-// multipart part's headers; without multi-range requests, every span is a
-// request, so gaps up to singleRangeGap are read rather than asked for
-// separately (a column slice of a matrix is then a few requests, not one
-// per row).
+// multipart part's headers. Without multi-range requests every span is a
+// request, and a request costs about as long as reading singleRangeGap
+// bytes (a 40 ms round trip at 200 MB/s, shared by the 8 requests in
+// flight): merging two spans saves a request and costs the gap, so gaps up
+// to singleRangeGap are read rather than asked for separately. A column
+// slice of a matrix is then a few requests, not one per row; an audit of a
+// 10,000-tensor checkpoint of 1 GB, whose record headers lie 100 KB apart,
+// one request that reads through the storages, not 10,000.
 const (
 	multipartGap   = 256
-	singleRangeGap = 64 << 10
+	singleRangeGap = 1 << 20
 )
 
 // backend is how the range-reader core fetches bytes of f.

@@ -82,8 +82,9 @@ type lazyRecord struct {
 	e    *zipEntry
 	pos  int64
 
-	mu    sync.Mutex
-	state atomic.Pointer[recordState]
+	mu   sync.Mutex
+	head atomic.Pointer[recordState] // the record's header checked
+	full atomic.Pointer[recordState] // and its end
 }
 
 // recordState is a checked record: where its bytes are, or why it is
@@ -96,36 +97,78 @@ type recordState struct {
 
 // Check runs the checks of the storage's record that opening deferred to
 // its first read (Tensor.WriteTo, View, Verify and Section run it): for a
-// zip record, its local header and data descriptor, that it fills the file
-// up to the next record, and that its data does not start a pickle naming
-// globals; for a legacy storage, its element count. These are the checks
-// Scan makes of every record. A failure is the error Open would have given
-// had it checked the record at once (the full analysis's refusal); a
-// failure to read is returned as such, and the next call tries again.
+// zip record, its local header, that its data does not start a pickle
+// naming globals, and that the record with its data descriptor fills the
+// file up to the next record; for a legacy storage, its element count.
+// These are the checks Scan makes of every record. A failure is the error
+// Open would have given had it checked the record at once (the full
+// analysis's refusal); a failure to read is returned as such, and the next
+// call tries again.
 func (s *Storage) Check() error {
-	_, err := s.checked()
+	_, err := s.checked(true)
 	return err
 }
 
-func (s *Storage) checked() (*recordState, error) {
+// checked runs the record's deferred checks, all of them with full, else
+// those of its header (what tells where its bytes are): a reader of the
+// whole storage checks its end after the data, which it then reads in
+// stream order.
+func (s *Storage) checked(full bool) (*recordState, error) {
 	l := s.lazy
 	if l == nil {
 		return nil, nil
 	}
-	if st := l.state.Load(); st != nil {
+	if st := l.load(full); st != nil {
 		return st, copyErr(st.err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if st := l.state.Load(); st != nil {
+	if st := l.load(full); st != nil {
 		return st, copyErr(st.err)
 	}
-	st, err := l.check(s)
-	if err != nil {
-		return nil, err
+	d := l.open
+	head := l.head.Load()
+	if head == nil {
+		if l.e != nil {
+			l.z.Prefetch([]*zipEntry{l.e}, full)
+		}
+		ok, off, err := l.checkHead(s)
+		if err != nil {
+			return nil, err
+		}
+		if head = (&recordState{r: d.r, off: off}); !ok {
+			if head, err = l.refused(s); err != nil {
+				return nil, err
+			}
+			l.full.Store(head)
+		}
+		l.head.Store(head)
 	}
-	l.state.Store(st)
+	if !full || head.err != nil || l.full.Load() != nil {
+		return l.load(full), copyErr(l.load(full).err)
+	}
+	st := head
+	if l.e != nil {
+		probs, err := l.z.CheckEnd(l.e)
+		if err != nil {
+			return nil, s.readFailed(err, l.e.HeaderOffset)
+		}
+		if len(probs) > 0 {
+			if st, err = l.refused(s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	l.full.Store(st)
 	return st, copyErr(st.err)
+}
+
+// load returns the record's state, checked fully or at least its header.
+func (l *lazyRecord) load(full bool) *recordState {
+	if full {
+		return l.full.Load()
+	}
+	return l.head.Load()
 }
 
 // copyErr returns a copy of a remembered *Error, which callers may stamp.
@@ -137,38 +180,41 @@ func copyErr(err error) error {
 	return err
 }
 
-// check checks the record of s; an error is a failure to read.
-func (l *lazyRecord) check(s *Storage) (*recordState, error) {
+// checkHead checks the record's header: it reports whether it passes and
+// where the storage's bytes are; an error is a failure to read.
+func (l *lazyRecord) checkHead(s *Storage) (bool, int64, error) {
 	d := l.open
 	rr := &readRecorder{r: d.r, size: d.size}
-	var ok bool
-	var off int64
 	if l.e != nil {
 		data, probs, err := l.z.Resolve(l.e)
 		if err != nil {
-			return nil, s.readFailed(err, l.e.HeaderOffset)
+			return false, 0, s.readFailed(err, l.e.HeaderOffset)
 		}
-		ok, off = data >= 0 && len(probs) == 0, data
-		if ok {
-			rep := &ScanReport{walks: pickle.NewWalks(walkBudget(d.size)), userAllow: d.lim.userAllow, zipLoader: true}
-			found := hiddenPickle(rr, data, l.e.Size, l.e.Name, d.lim, rep)
-			if err := rr.err.Load(); err != nil {
-				return nil, s.readFailed(*err, data)
-			}
-			ok = !found
+		if data < 0 || len(probs) > 0 {
+			return false, 0, nil
 		}
-	} else {
-		var hdr [8]byte
-		err := readFull(rr, hdr[:], l.pos)
-		if p := rr.err.Load(); p != nil {
-			return nil, s.readFailed(*p, l.pos)
+		rep := &ScanReport{walks: pickle.NewWalks(walkBudget(d.size)), userAllow: d.lim.userAllow, zipLoader: true}
+		found := hiddenPickle(rr, data, l.e.Size, l.e.Name, d.lim, rep)
+		if err := rr.err.Load(); err != nil {
+			return false, 0, s.readFailed(*err, data)
 		}
-		// torch's _set_from_file refuses any other count
-		ok, off = err == nil && int64(binary.LittleEndian.Uint64(hdr[:])) == s.Numel, l.pos+8
+		return !found, data, nil
 	}
-	if ok {
-		return &recordState{r: d.r, off: off}, nil
+	var hdr [8]byte
+	err := readFull(rr, hdr[:], l.pos)
+	if p := rr.err.Load(); p != nil {
+		return false, 0, s.readFailed(*p, l.pos)
 	}
+	// torch's _set_from_file refuses any other count
+	return err == nil && int64(binary.LittleEndian.Uint64(hdr[:])) == s.Numel, l.pos + 8, nil
+}
+
+// refused is the state of a record that failed a check: the full
+// analysis's refusal, or if it finds the file clean after all, the
+// storage where it found it (never where this record's own check could
+// not confirm it); an error is a failure to read.
+func (l *lazyRecord) refused(s *Storage) (*recordState, error) {
+	d := l.open
 	c, refusal, err := d.full()
 	if err != nil {
 		return nil, err
@@ -176,8 +222,6 @@ func (l *lazyRecord) check(s *Storage) (*recordState, error) {
 	if refusal != nil {
 		return &recordState{err: refusal}, nil
 	}
-	// The full analysis accepts the file: read the storage where it
-	// found it (never where this record's own check could not confirm).
 	for _, t := range c.storages {
 		if t.Key == s.Key {
 			return &recordState{r: t.r, off: t.recOff}, nil
@@ -193,14 +237,16 @@ func (s *Storage) readFailed(err error, off int64) error {
 }
 
 // lazyReader is the bytes of a storage whose record is checked on first
-// read: [0, n) of the record's data.
+// read: [0, n) of the record's data. Reads need the header checked, or
+// with full the whole record.
 type lazyReader struct {
-	s *Storage
-	n int64
+	s    *Storage
+	n    int64
+	full bool
 }
 
 func (lr *lazyReader) ReadAt(p []byte, off int64) (int, error) {
-	st, err := lr.s.checked()
+	st, err := lr.s.checked(lr.full)
 	if err != nil {
 		return 0, err
 	}
@@ -229,6 +275,22 @@ func deferStorage(s *Storage, l *lazyRecord, nbytes int64) {
 	s.r, s.recOff = lr, 0
 }
 
+// checkHead runs the checks of the storage's record header deferred to its
+// first read (see Check).
+func (s *Storage) checkHead() error {
+	_, err := s.checked(false)
+	return err
+}
+
+// public returns the storage's bytes for callers outside the package
+// (Section): their first read runs every deferred check.
+func (s *Storage) public() io.ReaderAt {
+	if s.lazy == nil {
+		return s.sec
+	}
+	return &lazyReader{s: s, n: s.sec.Size(), full: true}
+}
+
 // storageName reports whether a zip record name is where a storage may
 // live, <folder>/data/<key> (without case, as miniz finds records), and
 // is not a pickle record: the records whose local headers opening defers.
@@ -253,7 +315,7 @@ func (c *Checkpoint) Check() error {
 	var offs, lens []int64
 	var z *ziplist.Reader
 	for _, s := range c.storages {
-		if s.lazy == nil || s.lazy.state.Load() != nil {
+		if s.lazy == nil || s.lazy.full.Load() != nil {
 			continue
 		}
 		if s.lazy.e != nil {
@@ -263,7 +325,7 @@ func (c *Checkpoint) Check() error {
 		}
 	}
 	if z != nil {
-		z.Prefetch(es)
+		z.Prefetch(es, true)
 	}
 	if len(offs) > 0 {
 		rangeread.Prefetch(c.storages[0].lazy.open.r, offs, lens)

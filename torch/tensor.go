@@ -55,7 +55,9 @@ func (s *Storage) NBytes() int64 { return s.sec.Size() }
 // it does not verify the zip CRC; use Verify or Tensor.WriteTo for that. Its
 // first read runs the record's deferred checks (see Check): a record that
 // fails them fails the read.
-func (s *Storage) Section() *io.SectionReader { return io.NewSectionReader(s.sec, 0, s.sec.Size()) }
+func (s *Storage) Section() *io.SectionReader {
+	return io.NewSectionReader(s.public(), 0, s.sec.Size())
+}
 
 // Verify reads the whole record once and checks its CRC-32 (zip
 // checkpoints); the result is remembered. Legacy storages have no checksum.
@@ -185,7 +187,7 @@ func (t *Tensor) ContiguousSection() (sec *io.SectionReader, ok bool) {
 	if !t.Contiguous() || t.DType == safetensors.BOOL {
 		return nil, false
 	}
-	return io.NewSectionReader(t.Storage.sec, t.Offset*int64(t.itemSize), t.NBytes()), true
+	return io.NewSectionReader(t.Storage.public(), t.Offset*int64(t.itemSize), t.NBytes()), true
 }
 
 // WriteTo writes the tensor's elements in C-contiguous little-endian order
@@ -193,8 +195,11 @@ func (t *Tensor) ContiguousSection() (sec *io.SectionReader, ok bool) {
 // strided views (transposes, channels_last, expand, as_strided) are gathered
 // through a buffer of at most the span of storage they touch, capped by
 // Limits.MaxViewBuffer (beyond that, a few-MiB sliding window is used). The
-// first read of a zip storage also verifies its CRC-32; a mismatch is
-// reported after the bytes were written, so treat any error as fatal.
+// first read of a zip storage also verifies its CRC-32, and the first read
+// of a storage runs the checks of its record that opening deferred (see
+// Storage.Check); a CRC mismatch, or a record whose data descriptor does
+// not end it where the next record starts, is reported after the bytes
+// were written, so treat any error as fatal.
 //
 // A BOOL element is written as 0 or 1, the value torch computes with,
 // whatever byte the storage holds (torch reads any non-zero byte as True).
@@ -205,14 +210,27 @@ func (t *Tensor) WriteTo(w io.Writer) (int64, error) {
 // WriteToBuffer is WriteTo with an explicit cap on the strided-view buffer;
 // maxBuffer <= 0 means DefaultLimits().MaxViewBuffer.
 func (t *Tensor) WriteToBuffer(w io.Writer, maxBuffer int64) (int64, error) {
+	// The checks of the storage's record deferred to its first read: its
+	// header before any byte is written, its end (the data descriptor,
+	// which follows the data) after them, so that the record is read in
+	// stream order.
+	s := t.Storage
+	if err := s.checkHead(); err != nil {
+		return 0, err
+	}
+	n, err := t.writeTo(w, maxBuffer)
+	if err == nil {
+		err = s.Check()
+	}
+	return n, err
+}
+
+func (t *Tensor) writeTo(w io.Writer, maxBuffer int64) (int64, error) {
 	if maxBuffer <= 0 {
 		maxBuffer = DefaultLimits().MaxViewBuffer
 	}
 	n := t.NBytes()
 	s := t.Storage
-	if err := s.Check(); err != nil {
-		return 0, err
-	}
 	if n == 0 {
 		return 0, nil
 	}

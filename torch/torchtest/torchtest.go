@@ -2,7 +2,8 @@
 // torch.save (torch 1.13, pickle protocol 2) lays them out: STORED entries
 // whose data starts on a 64-byte boundary (an "FB" padding extra field), data
 // descriptors, a ZIP64 end record, and a data.pkl that is an OrderedDict (or
-// dict) of torch._utils._rebuild_tensor_v2 tensors. It exists so tests and
+// dict) of torch._utils._rebuild_tensor_v2 tensors; and legacy (non-zip)
+// checkpoints of the same tensors ([WriteLegacy]). It exists so tests and
 // benchmarks can build big or odd checkpoints without Python.
 package torchtest
 
@@ -85,9 +86,10 @@ type storage struct {
 
 // pickler emits protocol-2 opcodes the way CPython's pickle module does.
 type pickler struct {
-	b    []byte
-	memo int
-	refs map[string]int // memo index of interned strings/globals by identity key
+	b      []byte
+	memo   int
+	refs   map[string]int // memo index of interned strings/globals by identity key
+	legacy bool           // persistent ids as torch's legacy format writes them
 }
 
 func (p *pickler) put() int {
@@ -203,7 +205,11 @@ func contiguousStride(shape []int64) []int64 {
 // DataPickle returns the data.pkl bytes for tensors and the storages they
 // use (in first-use order).
 func DataPickle(tensors []Tensor, opts Options) ([]byte, []*storage, error) {
-	p := &pickler{refs: map[string]int{}}
+	return dataPickle(tensors, opts, false)
+}
+
+func dataPickle(tensors []Tensor, opts Options, legacy bool) ([]byte, []*storage, error) {
+	p := &pickler{refs: map[string]int{}, legacy: legacy}
 	p.b = append(p.b, 0x80, 2)
 	if opts.PlainDict {
 		p.b = append(p.b, '}')
@@ -289,6 +295,9 @@ func storageFor(t Tensor, byGroup map[string]*storage, stores *[]*storage) (*sto
 
 func (p *pickler) tensor(t Tensor, st *storage) error {
 	_, v3 := v3Types[t.DType]
+	if v3 && p.legacy {
+		return fmt.Errorf("torchtest: %q: %s has no legacy storage type", t.Name, t.DType)
+	}
 	if t.Parameter {
 		p.global("torch._utils", "_rebuild_parameter")
 	}
@@ -312,6 +321,9 @@ func (p *pickler) tensor(t Tensor, st *storage) error {
 	}
 	p.shared("l:"+loc, func() { p.str(loc) })
 	p.int(st.numel)
+	if p.legacy {
+		p.b = append(p.b, 'N') // view_metadata
+	}
 	p.b = append(p.b, 't')
 	p.put()
 	p.b = append(p.b, 'Q')
@@ -541,6 +553,83 @@ func WriteZip(w io.Writer, tensors []Tensor, opts Options) error {
 	}
 	z.bytesEntry(opts.Prefix+"/version", []byte(opts.Version+"\n"))
 	return z.finish()
+}
+
+// WriteLegacy writes tensors to w as a legacy (non-zip) checkpoint, the
+// format of torch < 1.6 and of torch.save(_use_new_zipfile_serialization=False):
+// the magic number, protocol (1001) and system-information pickles, the
+// object pickle (as in a zip's data.pkl, persistent ids with a None view
+// metadata), the pickled list of storage keys (sorted as strings, like
+// torch), then each storage as its int64 element count and its bytes.
+// Options.Prefix, Version and ByteOrder do not apply.
+func WriteLegacy(w io.Writer, tensors []Tensor, opts Options) error {
+	pkl, stores, err := dataPickle(tensors, opts, true)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	bw.WriteString("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.") // 0x1950a86a20f9469cfc6c
+	bw.WriteString("\x80\x02M\xe9\x03.")                                        // 1001
+	info := &pickler{refs: map[string]int{}}
+	info.b = append(info.b, 0x80, 2, '}', '(')
+	info.str("protocol_version")
+	info.int(1001)
+	info.str("little_endian")
+	info.bool(true)
+	info.str("type_sizes")
+	info.b = append(info.b, '}', '(')
+	for _, kv := range []struct {
+		k string
+		v int64
+	}{{"short", 2}, {"int", 4}, {"long", 4}} {
+		info.str(kv.k)
+		info.int(kv.v)
+	}
+	info.b = append(info.b, 'u', 'u', '.')
+	bw.Write(info.b)
+	bw.Write(pkl)
+	sorted := append([]*storage(nil), stores...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].key < sorted[j].key })
+	keys := &pickler{refs: map[string]int{}}
+	keys.b = append(keys.b, 0x80, 2, ']')
+	if len(sorted) > 0 {
+		keys.b = append(keys.b, '(')
+		for _, st := range sorted {
+			keys.str(st.key)
+		}
+		keys.b = append(keys.b, 'e')
+	}
+	keys.b = append(keys.b, '.')
+	bw.Write(keys.b)
+	for _, st := range sorted {
+		bw.Write(binary.LittleEndian.AppendUint64(nil, uint64(st.numel)))
+		if st.data != nil || st.fill == nil {
+			if _, err := bw.Write(st.data); err != nil {
+				return err
+			}
+			continue
+		}
+		c := &countingWriter{w: bw}
+		if err := st.fill(c); err != nil {
+			return err
+		}
+		if c.n != st.size {
+			return fmt.Errorf("torchtest: storage %s: wrote %d bytes, want %d", st.key, c.n, st.size)
+		}
+	}
+	return bw.Flush()
+}
+
+// countingWriter counts what it passes on.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 // WriteFile writes a torch zip checkpoint to path.

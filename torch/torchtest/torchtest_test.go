@@ -3,8 +3,15 @@ package torchtest
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/gosafetensors/safetensors/internal/torchoracle"
 )
 
 // TestArchiveLayout checks the written archive with the standard library's
@@ -53,5 +60,44 @@ func TestArchiveLayout(t *testing.T) {
 	}
 	if ItemSize("BF16") != 2 || ItemSize("F8_E4M3") != 1 || ItemSize("nope") != 0 {
 		t.Error("ItemSize")
+	}
+}
+
+// TestTorchLoadsWhatIsWritten: real torch (internal/torchoracle) loads
+// what WriteZip and WriteLegacy write, with the tensors they were given.
+func TestTorchLoadsWhatIsWritten(t *testing.T) {
+	o := torchoracle.Require(t, torchoracle.Options{Allow: []string{"collections.OrderedDict", "torch._utils._rebuild_tensor_v2"}})
+	i64 := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 1), 2)
+	tensors := []Tensor{
+		{Name: "a", DType: "F32", Shape: []int64{2, 3}, Data: make([]byte, 24)},
+		{Name: "b", DType: "I64", Shape: []int64{2}, Data: i64},
+		{Name: "c", DType: "BF16", Shape: []int64{}, Data: []byte{0x80, 0x3f}},
+		{Name: "d", DType: "F32", Shape: []int64{1000}, DataSize: 4000, Fill: func(w io.Writer) error { _, err := w.Write(make([]byte, 4000)); return err }},
+	}
+	for _, write := range []func(io.Writer, []Tensor, Options) error{WriteZip, WriteLegacy} {
+		var buf bytes.Buffer
+		if err := write(&buf, tensors, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "m.pt")
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := o.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Loaded || len(r.Tensors) != len(tensors) {
+			t.Fatalf("torch.load: loaded %v, %d tensors, %s", r.Loaded, len(r.Tensors), r.Error)
+		}
+		for i, tn := range r.Tensors {
+			data := tensors[i].Data
+			if data == nil {
+				data = make([]byte, tensors[i].DataSize)
+			}
+			if sum := sha256.Sum256(data); tn.Name != tensors[i].Name || tn.DType != tensors[i].DType || tn.SHA256 != hex.EncodeToString(sum[:]) {
+				t.Errorf("tensor %d: torch gives %+v", i, tn)
+			}
+		}
 	}
 }
