@@ -100,6 +100,7 @@ type dlRun struct {
 	cpu    float64 // user+system CPU seconds per GB moved, of the download process
 	server float64 // CPU seconds per GB of this process meanwhile: the server
 	early  float64 // fraction of the bytes hashed by reading them back
+	idle   float64 // idle CPU seconds of the machine per GB (/proc/stat)
 }
 
 // subprocessDownload runs TestBenchHelper (mode "", "nohash", "nosync",
@@ -120,9 +121,9 @@ func subprocessDownload(b *testing.B, url string, n int, mode string) dlRun {
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d|%s", benchEnv, url, cache, n, mode))
 	cmd.Stderr = os.Stderr
 	settle()
-	self0 := selfCPU()
+	self0, idle0 := selfCPU(), idleCPU()
 	out, err := cmd.Output()
-	server := selfCPU() - self0
+	server, idle := selfCPU()-self0, idleCPU()-idle0
 	if err != nil {
 		b.Fatalf("download process: %v\n%s", err, out)
 	}
@@ -139,6 +140,7 @@ func subprocessDownload(b *testing.B, url string, n int, mode string) dlRun {
 		cpu:    processCPU(cmd.ProcessState).Seconds() / gb,
 		server: server.Seconds() / gb,
 		early:  res.Readback / res.Moved,
+		idle:   idle.Seconds() / gb,
 	}
 }
 
@@ -148,6 +150,23 @@ func subprocessDownload(b *testing.B, url string, n int, mode string) dlRun {
 // and charged to it. Measured: without it, whichever download ran right
 // after the curls took 1.5-2 CPU seconds per GB more than the other.
 func settle() { syscall.Sync() }
+
+// idleCPU is the machine's idle time so far, all CPUs (idle and iowait
+// in /proc/stat, in USER_HZ = 100 ticks per second); 0 where unknown.
+func idleCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0
+	}
+	idle, _ := strconv.ParseInt(f[4], 10, 64)
+	iowait, _ := strconv.ParseInt(f[5], 10, 64)
+	return time.Duration(idle+iowait) * 10 * time.Millisecond
+}
 
 // processCPU is a finished process's user and system CPU time.
 func processCPU(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
@@ -368,14 +387,16 @@ func BenchmarkLoopbackHub(b *testing.B) {
 		r.add("download16_nohash_CPU_s/GB", nohash.cpu)
 		r.add("hashing_extra_time", nohash.rate/dl.rate-1)
 		r.add("hashing_extra_CPU_s/GB", dl.cpu-nohash.cpu)
-		// The least verification can add to the wall time on 2 cores:
-		// the hash's CPU beyond what the hashless run left idle, spread
-		// over both cores; and, if the CPU is all taken (a loaded
-		// machine), in proportion to the CPU the hashless run needed.
+		// What verification must add to the wall time: the hash's CPU
+		// (Go's rate) beyond what the machine left idle during the
+		// hashless run, at the rate the hashless run got CPU (its client
+		// and server CPU over its wall time); and the same on an
+		// otherwise idle 2-core machine (idle = 2 cores × wall − used).
 		wall := 1e3 / nohash.rate // seconds per GB
-		idle := max(0, 2*wall-nohash.cpu-nohash.server)
-		r.add("hashing_extra_time_bound_idle_2cores", max(0, goHash-idle)/2/wall)
-		r.add("hashing_extra_time_bound_cpu_bound", goHash/(nohash.cpu+nohash.server))
+		used := nohash.cpu + nohash.server
+		r.add("hashing_extra_time_bound", max(0, goHash-nohash.idle)/used)
+		r.add("hashing_extra_time_bound_idle_2cores", max(0, goHash-max(0, 2*wall-used))/2/wall)
+		r.add("machine_idle_CPU_s/GB_nohash", nohash.idle)
 		b.Logf("round: download %.0f MB/s (%.2f CPU s/GB, server %.2f), nohash %.0f (%.2f, server %.2f), curl %.0f (%.2f), sha256sum %.2f s/GB, Go sha256 %.2f s/GB",
 			dl.rate, dl.cpu, dl.server, nohash.rate, nohash.cpu, nohash.server, c.rate, c.cpu, c.sha256sum, goHash)
 	}

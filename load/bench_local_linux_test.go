@@ -11,8 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gosafetensors/safetensors/internal/fetch"
 	"github.com/gosafetensors/safetensors/internal/pacedserver"
@@ -48,10 +50,14 @@ func BenchmarkLocal(b *testing.B) {
 	}
 	ctx := context.Background()
 	rate := func(d time.Duration) float64 { return float64(total) / d.Seconds() / 1e6 }
-	timeIt := func(f func()) float64 {
+	// timeIt runs f and returns its MB/s and CPU seconds per GB: this
+	// process's and its children's (cat, dd) user and system time.
+	timeIt := func(f func()) (float64, float64) {
+		c0 := selfCPU() + childrenCPU()
 		start := time.Now()
 		f()
-		return rate(time.Since(start))
+		d := time.Since(start)
+		return rate(d), (selfCPU() + childrenCPU() - c0).Seconds() / (float64(total) / 1e9)
 	}
 	cat := func() { catToNull(b, names) }
 	dd := func() {
@@ -90,7 +96,7 @@ func BenchmarkLocal(b *testing.B) {
 			}
 		}
 	}
-	type result struct{ cold, warm []float64 }
+	type result struct{ cold, warm, coldCPU, warmCPU []float64 }
 	res := map[string]*result{}
 	methods := []struct {
 		name string
@@ -116,22 +122,30 @@ func BenchmarkLocal(b *testing.B) {
 	// order rotated every round), where the machine and the host's caches
 	// are as alike as they get; the median round is reported.
 	var coldRatio, warmRatio, memRatio []float64
+	undropped := 0 // cold runs whose files were not all out of the cache
 	for b.Loop() {
 		for r := range rounds {
 			order := append(slices.Clone(methods[r%len(methods):]), methods[:r%len(methods)]...)
 			cold, warm := map[string]float64{}, map[string]float64{}
 			for _, m := range order {
-				dropCache(b, names)
-				cold[m.name] = timeIt(m.f)
+				if left := dropCache(b, names); left > 0.001 {
+					b.Logf("round %d, %s: %.1f%% of the pages still cached after 5 drops", r, m.name, 100*left)
+					undropped++
+				}
+				var cpu float64
+				cold[m.name], cpu = timeIt(m.f)
 				res[m.name].cold = append(res[m.name].cold, cold[m.name])
+				res[m.name].coldCPU = append(res[m.name].coldCPU, cpu)
 			}
 			cat() // warm the cache
 			for _, m := range order {
 				if m.name == "dd" {
 					continue // direct I/O does not use the cache
 				}
-				warm[m.name] = timeIt(m.f)
+				var cpu float64
+				warm[m.name], cpu = timeIt(m.f)
 				res[m.name].warm = append(res[m.name].warm, warm[m.name])
+				res[m.name].warmCPU = append(res[m.name].warmCPU, cpu)
 			}
 			if cold["load"] > 0 && max(cold["cat"], cold["dd"]) > 0 {
 				coldRatio = append(coldRatio, cold["load"]/max(cold["cat"], cold["dd"]))
@@ -151,8 +165,14 @@ func BenchmarkLocal(b *testing.B) {
 		return slices.Max(v)
 	}
 	for _, m := range methods {
-		b.Logf("%-12s cold %v MB/s, warm %v MB/s", m.name, round(res[m.name].cold), round(res[m.name].warm))
+		b.Logf("%-12s cold %v MB/s, warm %v MB/s; CPU s/GB cold %.2f, warm %.2f", m.name, round(res[m.name].cold), round(res[m.name].warm), res[m.name].coldCPU, res[m.name].warmCPU)
+		b.ReportMetric(median(res[m.name].coldCPU), "cold_"+m.name+"_CPU_s/GB")
+		if m.name != "dd" {
+			b.ReportMetric(median(res[m.name].warmCPU), "warm_"+m.name+"_CPU_s/GB")
+		}
 	}
+	b.ReportMetric(loadAverage(), "load_average")
+	b.ReportMetric(float64(undropped), "cold_runs_not_dropped")
 	b.Logf("per round: cold load/max(cat,dd) %.2f, warm load/cat %.2f, warm load-memory/readfile %.2f", coldRatio, warmRatio, memRatio)
 	b.ReportMetric(median(coldRatio), "cold_load/max(cat,dd)")
 	b.ReportMetric(median(warmRatio), "warm_load/cat")
@@ -172,15 +192,6 @@ func BenchmarkLocal(b *testing.B) {
 	b.ReportMetric(best(get("mmap").warm), "best_warm_mmap_MB/s")
 	b.ReportMetric(best(get("load-memory").warm), "best_warm_load-memory_MB/s")
 	b.SetBytes(total)
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func round(v []float64) []int {
@@ -220,18 +231,64 @@ func writeBenchModel(b *testing.B, dir string, spec pacedserver.ModelSpec) []str
 	return names
 }
 
-// dropCache evicts the files' pages from the page cache.
-func dropCache(b *testing.B, names []string) {
-	for _, n := range names {
-		f, err := os.Open(n)
-		if err != nil {
-			b.Fatal(err)
+// childrenCPU is the user and system CPU time of this process's waited-for
+// children so far.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// dropCache evicts the files' pages from the page cache and checks with
+// mincore(2) that they are out: posix_fadvise(DONTNEED) is advice, and
+// pages still on another CPU's LRU batch, or under writeback, stay. It
+// tries again (up to 5 times) while more than 0.1% of the pages are
+// resident, and returns the fraction that was left.
+func dropCache(b *testing.B, names []string) float64 {
+	var left float64
+	for try := range 5 {
+		var resident, pages int
+		for _, n := range names {
+			f, err := os.Open(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+				b.Fatal(err)
+			}
+			r, p := residentPages(b, f)
+			resident, pages = resident+r, pages+p
+			f.Close()
 		}
-		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-			b.Fatal(err)
+		left = float64(resident) / float64(max(pages, 1))
+		if left <= 0.001 {
+			break
 		}
-		f.Close()
+		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
 	}
+	return left
+}
+
+// residentPages counts f's pages in the page cache (mincore on a mapping
+// that is never touched) and its pages in all.
+func residentPages(b *testing.B, f *os.File) (resident, pages int) {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return 0, 0
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		b.Fatal(errno)
+	}
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	return resident, len(vec)
 }
 
 // catToNull runs cat on the files with its output on /dev/null.
