@@ -11,7 +11,6 @@ import (
 	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
-	"github.com/gosafetensors/safetensors/torch/tarlist"
 )
 
 // ScanReport is what a scan found in one file: one element of the array
@@ -91,7 +90,9 @@ func (r *ScanReport) fail(err error) *ScanReport {
 // Scan audits the files of loc (see [Targets]) and yields one report per
 // file, in target order, each as soon as it and those before it are done;
 // a few files ([WithConcurrency]) are checked at a time. A location that
-// could not be listed or opened is reported with verdict Error. Stopping
+// could not be listed or opened is reported with verdict Error, and so is
+// a directory or bucket prefix that holds nothing to scan (an error
+// wrapping source.ErrNoModel): a scan that read nothing is not clean. Stopping
 // the iteration stops the work.
 func Scan(ctx context.Context, loc string, opts ...Option) iter.Seq[*ScanReport] {
 	c, err := buildConfig(opts)
@@ -101,15 +102,21 @@ func Scan(ctx context.Context, loc string, opts ...Option) iter.Seq[*ScanReport]
 	return func(yield func(*ScanReport) bool) {
 		c, done := c.withPrefixPool(loc)
 		defer done()
+		n := 0
 		for r := range pipeline(ctx, c, c.targets(ctx, loc, ScanCheck), func(ctx context.Context, t *Target, err error) *ScanReport {
 			if err != nil {
 				return newScanReport(t.Location).fail(err)
 			}
 			return c.scanTarget(ctx, t)
 		}, func(err error) *ScanReport { return newScanReport(loc).fail(cutShort(loc, err)) }) {
+			n++
 			if !yield(r) {
 				return
 			}
+		}
+		if n == 0 && ctx.Err() == nil {
+			// nothing was read that could be wrong: not a clean folder
+			yield(newScanReport(loc).fail(fmt.Errorf("%w: %s holds no file torch.load or a safetensors reader would read (no checkpoint, pickle, tar, safetensors or compressed file)", source.ErrNoModel, loc)))
 		}
 	}
 }
@@ -169,11 +176,14 @@ func ScanReader(ctx context.Context, name string, r io.ReaderAt, size int64, opt
 	return c.scanObject(ctx, name, o)
 }
 
-// scanObject: a safetensors file is validated, and every file
-// (safetensors included, which torch.load would read as a tar or a pickle
-// if it could) goes through the checkpoint scanner, which decodes every
-// pickle torch could reach and names every global. An index is JSON,
-// which torch.load cannot run: it is checked to be a valid index.
+// scanObject: a safetensors file is validated, an index checked to be a
+// valid index, and every file (safetensors, compressed and index included)
+// is judged as torch.load would judge it, for torch.load decides by
+// content, whatever else the file is: a checkpoint is scanned in full
+// (torch.Scan), any other format for what torch.load would still read of
+// it (torch.ScanForeign: a tar archive in full, else the pickle torch
+// unpickles from byte 0, which a safetensors file's header length can
+// begin).
 func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) (r *ScanReport) {
 	defer recoverScan(&r, loc)
 	r = newScanReport(loc)
@@ -193,7 +203,6 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) (
 			}
 			r.Problems = append(r.Problems, r.problemLines(err)...)
 		}
-		rep = &torch.ScanReport{}
 	case source.Safetensors, source.Compressed:
 		r.Format = FormatSafetensors
 		if o.Format == source.Compressed {
@@ -208,23 +217,19 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) (
 			modelErr = err
 			r.Problems = append(r.Problems, r.problemLines(err)...)
 		}
-		// torch.load reads such a file only if it is also a tar archive
-		// (the first bytes of a safetensors file or a zstd/lz4 container
-		// cannot form a pickle that imports anything): then every member
-		// torch would unpickle is scanned.
-		if tarlist.IsTar(o, o.Size) {
-			if rep, readErr = torch.Scan(o, o.Size, loc, c.torch...); rep == nil {
-				return r.fail(readErr)
-			}
-			r.Problems = append(r.Problems, "polyglot: this file is also a tar archive torch.load would read")
-		} else {
-			rep = &torch.ScanReport{}
-		}
 	default:
 		if rep, readErr = torch.Scan(o, o.Size, loc, c.torch...); rep == nil {
 			return r.fail(readErr)
 		}
 		r.Format = torchFormat(rep.Format)
+	}
+	if rep == nil {
+		if rep, readErr = torch.ScanForeign(o, o.Size, loc, c.torch...); rep == nil {
+			return r.fail(readErr)
+		}
+		if rep.Format == torch.FormatTar {
+			r.Problems = append(r.Problems, "polyglot: this file is also a tar archive torch.load would read")
+		}
 	}
 	// the diagnosis first ("an HTML page"), then what the decoders said
 	if o.Hint != "" {

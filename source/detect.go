@@ -24,7 +24,9 @@ const (
 	// TorchZip is a zip archive: a torch.save checkpoint, or not.
 	TorchZip
 	// TorchPickle is a pickle stream or tar archive: a legacy torch.save
-	// checkpoint, a bare pickle, or a torch < 0.4 tar.
+	// checkpoint, a bare pickle, or a torch < 0.4 tar. A pickle of
+	// protocol 0 or 1 has no magic bytes: it is one when torch.load would
+	// read it as one (torch.Reaches).
 	TorchPickle
 	// Compressed is a safetensors file in one of the compressed containers
 	// (seekable zstd, LZ4 frames, byte-grouped).
@@ -72,9 +74,10 @@ const PrefixSize = detect.PrefixSize
 // CLI, and sharded.Open through the same code, package internal/detect):
 // a zip archive, a safetensors header, a pickle's PROTO opcode, a tar
 // archive as Python's tarfile accepts one (what torch.load falls back to,
-// package torch/tarlist), a sharded model's index, or a compressed
+// package torch/tarlist), a sharded model's index, a compressed
 // container (asked of the decompressors registered with the root package,
-// safetensors.Container: their seek tables are at the end). It also
+// safetensors.Container: their seek tables are at the end), or a pickle
+// of any protocol that torch.load would read as one (torch.Reaches). It also
 // returns a plain-words hint when the content is not what a model file
 // should be (package internal/sniff). It reads the first PrefixSize bytes,
 // a tar header's extension blocks and a container's footer; only I/O

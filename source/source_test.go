@@ -44,7 +44,8 @@ func TestDetectByContent(t *testing.T) {
 		{copyTo("../testdata/torch/tiny_transformer.safetensors", "model.bin"), Safetensors},
 		{copyTo("../testdata/torch/tiny_transformer.bin", "model.safetensors"), TorchZip},
 		{copyTo("../testdata/torch/tiny_transformer_legacy.bin", "legacy.safetensors"), TorchPickle},
-		{copyTo("../testdata/malicious/raw_pickle_p0.bin", "p0.safetensors"), Unknown},
+		// a protocol 0 pickle has no magic: torch.load reads it as one
+		{copyTo("../testdata/malicious/raw_pickle_p0.bin", "p0.safetensors"), TorchPickle},
 		{write("page.safetensors", "<!DOCTYPE html><html><title>Sign in</title></html>"), Unknown},
 		{write("model.safetensors.index.json", `{"metadata": {"total_size": 8}, "weight_map": {"a": "model-00001-of-00001.safetensors"}}`), Index},
 		{dir, Directory},

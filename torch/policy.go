@@ -61,6 +61,9 @@ func (m *vm) run() (any, error) {
 	c := pickle.Config{Limits: m.lim.pickle(), Policy: m.policy}
 	if m.scan != nil {
 		c.Audit, c.Walks = m.scan, m.scan.rep.walker()
+		if m.scan.rep.exact {
+			c.Policy = exactPolicy{m.policy} // see ScanForeign
+		}
 	}
 	m.mach.Reset(m.src, c)
 	v, err := m.mach.Run()

@@ -74,6 +74,13 @@ type ScanReport struct {
 	// torch.jit.load (see isTorchScript)
 	torchScript bool
 
+	// exact: the pickles are what CPython reads from the start of a file
+	// that is another format, and nothing else (ScanForeign)
+	exact bool
+	// reached: torch.load would get past the file's first bytes (see
+	// Reaches)
+	reached bool
+
 	walks    *pickle.Walks // shared by the pickles and walks of one scan
 	inflated int64         // bytes of compressed records inflated (work, for the tests)
 }
@@ -89,7 +96,7 @@ func (r *ScanReport) walker() *pickle.Walks {
 // sub returns a report for part of the file scanned separately (merged
 // into r only if it finds something): it shares r's walk state.
 func (r *ScanReport) sub() *ScanReport {
-	return &ScanReport{walks: r.walker(), userAllow: r.userAllow, zipLoader: r.zipLoader, torchScript: r.torchScript}
+	return &ScanReport{walks: r.walker(), userAllow: r.userAllow, zipLoader: r.zipLoader, torchScript: r.torchScript, exact: r.exact}
 }
 
 // sink returns the auditor that records what the machine and the walker

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gosafetensors/safetensors/audit"
-	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
 )
@@ -124,9 +123,6 @@ func runScan(cmd *cobra.Command, stdout, stderr io.Writer, locs []string, fl sca
 			default:
 				held = append(held, r)
 			}
-		}
-		if n == 0 {
-			fmt.Fprintf(stderr, "note: %s: no checkpoint, pickle or safetensors file found\n", redact.Location(loc))
 		}
 		total += n
 	}

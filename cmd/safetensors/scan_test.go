@@ -145,10 +145,12 @@ func TestScanDirectory(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "not allowed posix.system") || !strings.Contains(out, "bad.safetensors: invalid (unknown)") {
 		t.Errorf("text output (exit %d):\n%s", code, out)
 	}
-	// A directory with nothing to scan is clean, with a note.
+	// A directory with nothing to scan is not clean: nothing was read
+	// that could be wrong (exit 2, docs/cli-conventions.md).
 	empty := t.TempDir()
+	os.WriteFile(filepath.Join(empty, "README.md"), []byte("# a model card, not a model\n"), 0o666)
 	code, _, errOut := runCLI(t, "scan", empty)
-	if code != 0 || !strings.Contains(errOut, "no checkpoint") {
+	if code != 2 || !strings.Contains(errOut, "no model found") {
 		t.Errorf("empty dir: exit %d %q", code, errOut)
 	}
 }

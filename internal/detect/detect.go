@@ -15,6 +15,7 @@ import (
 
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/sniff"
+	"github.com/gosafetensors/safetensors/torch"
 	"github.com/gosafetensors/safetensors/torch/tarlist"
 )
 
@@ -52,13 +53,27 @@ func Detect(r io.ReaderAt, size int64) (Format, string, *safetensors.Decompresso
 // PROTO opcode, a tar archive as Python's tarfile accepts one (what
 // torch.load falls back to), a sharded model's index, or a compressed
 // container (asked of the decompressors registered with the root package:
-// their seek tables are at the end). It returns a plain-words hint
+// their seek tables are at the end); content that is none of these is a
+// pickle when torch.load would get anywhere reading it as one (a protocol 0
+// or 1 pickle has no magic bytes: torch.Reaches). It returns a plain-words hint
 // (package internal/sniff) when the content is not what a model file should
 // be, and for a Compressed file the decompressor that recognised it. It
 // reads a tar header's extension blocks and a container's footer; only I/O
 // failures are errors.
 func Prefix(r io.ReaderAt, prefix []byte, size int64) (Format, string, *safetensors.Decompressor, error) {
 	f, hint := byPrefix(r, prefix, size)
+	if f == Unknown && size > 0 {
+		// torch.load reads what is not a zip or a tar as a pickle from
+		// byte 0, and a protocol 0 or 1 pickle starts with any opcode:
+		// it is one when torch.load would get anywhere reading it
+		reaches, err := torch.Reaches(r, size)
+		if err != nil {
+			return Unknown, "", nil, err
+		}
+		if reaches {
+			return TorchPickle, "", nil, nil
+		}
+	}
 	if f == Unknown || f == Safetensors {
 		// a grouped container is a valid safetensors file; zstd and lz4
 		// frames are nothing recognisable by their first bytes

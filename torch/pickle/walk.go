@@ -71,6 +71,10 @@ type Walker struct {
 	// when it reaches limit, what is left of the audit's budget
 	work, limit int64
 	spent       bool
+
+	// exact: the region is what CPython reads and nothing else (see
+	// Walks.SetExact): the walk ends where CPython would raise
+	exact bool
 }
 
 // jump moves pos past the gap between the frame bytes CPython read and the
@@ -367,6 +371,12 @@ func (w *Walker) run() {
 		ok = w.step(op, off)
 		w.checkCross(off)
 		if !ok {
+			if w.exact {
+				// CPython raises here (the walker gives up only where
+				// it would), and reads nothing after
+				w.end = w.pos
+				return
+			}
 			w.resync()
 		}
 	}
@@ -401,17 +411,20 @@ func (w *Walker) resync() {
 // report hands a global the walker found to the auditor; only names that
 // could be imported (dotted identifiers) are reported, so that noise in
 // bytes that are not pickles is not taken for a module.
-func (w *Walker) report(module, name string, off int64, unknown bool) {
+func (w *Walker) report(module, name string, off int64, unknown bool) bool {
 	if unknown {
 		w.found++
 		w.audit.Import(Import{Module: "?", Name: "?", Offset: off, How: Unknown, Walked: true})
-		return
+		return true
 	}
 	if !Importable(module) || !Importable(name) {
-		return
+		// find_class fails before importing: in an exact walk CPython
+		// stops here
+		return !w.exact
 	}
 	w.found++
 	w.audit.Import(Import{Module: module, Name: name, Offset: off, How: Named, Walked: true})
+	return true
 }
 
 // Importable reports whether s is a dotted sequence of Python identifiers:
@@ -609,7 +622,9 @@ func (w *Walker) step(op Op, off int64) bool {
 		if !ok {
 			return false
 		}
-		w.report(string(mod), string(name), off, false)
+		if !w.report(string(mod), string(name), off, false) {
+			return false
+		}
 		if op == OpInst && !w.popMark() {
 			return false
 		}
@@ -624,7 +639,9 @@ func (w *Walker) step(op Op, off int64) bool {
 		case m.kind == '?' || n.kind == '?':
 			w.report("", "", off, true)
 		case m.kind == 's' && n.kind == 's':
-			w.report(m.s, n.s, off, false)
+			if !w.report(m.s, n.s, off, false) {
+				return false
+			}
 		default:
 			return false // STACK_GLOBAL requires str: a real unpickler stops
 		}
@@ -712,6 +729,7 @@ type Walks struct {
 	work   int64
 	budget int64
 	told   bool
+	exact  bool // see SetExact
 
 	// the memory of the last walk, for the next one: walks from many
 	// frame ends must not each grow a stack and a memo from nothing
@@ -724,12 +742,14 @@ func (ws *Walks) walker(r io.Reader, start, end int64, a Auditor, st *State) *Wa
 	w := ws.spare
 	ws.spare = nil
 	if w == nil || (end-start > int64(w.r.Size()) && w.r.Size() < 32<<10) {
-		return newWalker(r, start, end, a, st)
+		w = newWalker(r, start, end, a, st)
+		w.exact = ws.exact
+		return w
 	}
 	br, stack, marks, mem := w.r, w.stack[:0], w.marks[:0], w.memo
 	br.Reset(r)
 	mem.reset()
-	*w = Walker{r: br, pos: start, end: end, audit: a, limit: math.MaxInt64, stack: stack, marks: marks, memo: mem}
+	*w = Walker{r: br, pos: start, end: end, audit: a, limit: math.MaxInt64, stack: stack, marks: marks, memo: mem, exact: ws.exact}
 	if st != nil {
 		w.stack, w.marks, w.memo, w.memoLost = st.stack, st.marks, st.memo, st.memoLost
 		w.bottomLost, w.marksLost = st.bottomLost, st.marksLost
@@ -763,6 +783,16 @@ func NewWalks(budget int64) *Walks {
 	}
 	return &Walks{budget: budget}
 }
+
+// SetExact makes every later walk exact: for a region that CPython reads
+// from its start and that is nothing else (a file torch.load reads as a
+// pickle although it is another format), a walk ends where CPython's
+// unpickler would raise (an unknown opcode, a stack or MARK underflow the
+// walker saw in full, a name find_class cannot import, the end of the
+// data) instead of resynchronising at the next PROTO or STOP, which is
+// for bytes no structure explains. Past a STOP the walk goes on with the
+// next pickle, as CPython would if the caller read on.
+func (ws *Walks) SetExact() { ws.exact = true }
 
 // Work returns what the walks of the audit cost so far: opcodes stepped,
 // bytes skipped to resynchronise, memo entries cleared.
@@ -815,6 +845,7 @@ func (ws *Walks) Walk(ra io.ReaderAt, base, from, end int64, a Auditor, st *Stat
 // read.
 func (ws *Walks) WalkReader(r io.Reader, start, end int64, a Auditor, st *State) *Walker {
 	w := newWalker(r, start, end, a, st)
+	w.exact = ws.exact
 	ws.run(w, start)
 	return w
 }
