@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gosafetensors/safetensors/internal/atomicfile"
 	"github.com/gosafetensors/safetensors/sharded"
 	"github.com/gosafetensors/safetensors/torch"
 )
@@ -107,6 +108,25 @@ func Dir(ctx context.Context, in, outDir string, opts ...Option) (*DirReport, er
 			if _, err := os.Lstat(ij.out); err == nil {
 				return nil, fmt.Errorf("%w: %s", ErrExists, ij.out)
 			}
+		}
+	}
+	// No output may replace any input (a shard, an index), even with
+	// overwriting: each is checked against all of them, not only its own.
+	var inputs []atomicfile.Input
+	for _, j := range jobs {
+		inputs = append(inputs, atomicfile.Inputs(j.in)...)
+	}
+	for _, ij := range indexes {
+		inputs = append(inputs, atomicfile.Inputs(ij.in)...)
+	}
+	for _, j := range jobs {
+		if in, ok := atomicfile.OutputIsInput(j.out, inputs); ok {
+			return nil, fmt.Errorf("%w: output %s is the input %s", ErrOutputIsInput, j.out, in.Name)
+		}
+	}
+	for _, ij := range indexes {
+		if in, ok := atomicfile.OutputIsInput(ij.out, inputs); ok {
+			return nil, fmt.Errorf("%w: output %s is the input %s", ErrOutputIsInput, ij.out, in.Name)
 		}
 	}
 	if err := os.MkdirAll(outDir, 0o777); err != nil {

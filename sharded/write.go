@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/gosafetensors/safetensors"
@@ -304,16 +305,20 @@ func checkFree(src safetensors.Source, paths []string, overwrite bool) error {
 	inputs := inputFiles(src)
 	for _, p := range paths {
 		if in, ok := atomicfile.OutputIsInput(p, inputs); ok {
-			return fmt.Errorf("%w: %s is %s, which %s reads", ErrOutputIsInput, p, in.Name, sourceName(src))
+			if filepath.Clean(in.Name) == filepath.Clean(p) {
+				return fmt.Errorf("%w: %s is read as an input (--force never replaces one)", ErrOutputIsInput, p)
+			}
+			return fmt.Errorf("%w: %s is %s, which %s reads (--force never replaces an input)", ErrOutputIsInput, p, in.Name, sourceName(src))
 		}
 	}
 	return nil
 }
 
-// inputFiles returns the local files src reads: the files holding its
-// tensors and, for a Model, its index.
+// inputFiles returns the local files src reads: those it lists
+// ([atomicfile.Reader]: a Model's index and shards, a source.Model's every
+// file) and the files holding its tensors.
 func inputFiles(src safetensors.Source) []atomicfile.Input {
-	var out []atomicfile.Input
+	out := atomicfile.InputsOf(src)
 	seen := map[*os.File]bool{}
 	if fb, ok := src.(FileBacked); ok {
 		for _, n := range src.Names() {
@@ -327,8 +332,19 @@ func inputFiles(src safetensors.Source) []atomicfile.Input {
 			}
 		}
 	}
-	if m, ok := src.(*Model); ok && m.index != nil {
+	return out
+}
+
+// InputFiles returns the local files the model reads: its index and every
+// shard's files (what each lists, as an [atomicfile.Reader], or the file
+// holding its tensors). An output that is one of them is refused.
+func (m *Model) InputFiles() []atomicfile.Input {
+	var out []atomicfile.Input
+	if m.index != nil {
 		out = append(out, atomicfile.Inputs(m.name)...)
+	}
+	for _, sh := range m.shards {
+		out = append(out, inputFiles(sh.src)...)
 	}
 	return out
 }

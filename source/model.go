@@ -10,6 +10,7 @@ import (
 	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/compressed"
 	"github.com/gosafetensors/safetensors/convert"
+	"github.com/gosafetensors/safetensors/internal/atomicfile"
 	"github.com/gosafetensors/safetensors/sharded"
 	"github.com/gosafetensors/safetensors/torch"
 )
@@ -42,6 +43,30 @@ type Model struct {
 func (m *Model) Meta() map[string]string {
 	out := m.Source.Meta()
 	maps.Copy(out, m.meta)
+	return out
+}
+
+// InputFiles returns the local files the model reads: every local file it
+// opened (a file, an index, a checkpoint) and those of its shards. A
+// command that writes refuses an output that is one of them
+// (safetensors.ErrOutputIsInput).
+func (m *Model) InputFiles() []atomicfile.Input {
+	var out []atomicfile.Input
+	for _, c := range m.closers {
+		if o, ok := c.(*Object); ok && o.file != nil {
+			if st, err := o.file.Stat(); err == nil {
+				out = append(out, atomicfile.Input{Name: o.Name, Info: st})
+			}
+		}
+	}
+	if m.Object != nil && m.Object.file != nil {
+		if st, err := m.Object.file.Stat(); err == nil {
+			out = append(out, atomicfile.Input{Name: m.Object.Name, Info: st})
+		}
+	}
+	if m.Sharded != nil {
+		out = append(out, m.Sharded.InputFiles()...)
+	}
 	return out
 }
 

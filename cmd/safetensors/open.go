@@ -111,7 +111,7 @@ func isTerminal(w io.Writer) bool {
 // directory, or the file holding the tensor. Replacing it would destroy
 // the input, so even --force does not.
 func outputIsInput(out, loc string, m *source.Model, tensor string) (string, bool) {
-	inputs := atomicfile.Inputs(loc, filepath.Join(loc, sharded.IndexName))
+	inputs := append(atomicfile.Inputs(loc, filepath.Join(loc, sharded.IndexName)), atomicfile.InputsOf(m)...)
 	if f, _, ok := m.TensorFile(tensor); ok {
 		if st, err := f.Stat(); err == nil {
 			inputs = append(inputs, atomicfile.Input{Name: f.Name(), Info: st})

@@ -40,3 +40,19 @@ func OutputIsInput(out string, inputs []Input) (Input, bool) {
 	}
 	return Input{}, false
 }
+
+// A Reader reads local files: a model opened from a directory or an index
+// reads its index, its shards, perhaps more. InputFiles lists every one it
+// read or reads, so that no output replaces any of them.
+type Reader interface {
+	InputFiles() []Input
+}
+
+// InputsOf returns the local files v reads: its InputFiles if it is a
+// [Reader], else none. Every writer checks its outputs against them.
+func InputsOf(v any) []Input {
+	if r, ok := v.(Reader); ok {
+		return r.InputFiles()
+	}
+	return nil
+}
