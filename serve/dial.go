@@ -28,15 +28,10 @@ var specialPrefixes = mustPrefixes(
 	"198.51.100.0/24",    // documentation
 	"203.0.113.0/24",     // documentation
 	"240.0.0.0/4",        // reserved, broadcast
-	"64:ff9b::/96",       // NAT64: would reach any IPv4 address, private ones too
-	"64:ff9b:1::/48",     // local-use NAT64
 	"100::/64",           // discard
-	"2001::/23",          // IETF protocol assignments (Teredo, ORCHID...)
+	"2001::/23",          // IETF protocol assignments (Teredo, ORCHID...): refused whatever they embed
 	"2001:db8::/32",      // documentation
-	"2002::/16",          // 6to4: embeds an IPv4 address
 	"fec0::/10",          // site-local (deprecated, still routed by some)
-	"::ffff:0:0/96",      // IPv4-mapped (checked unmapped, kept for the record)
-	"::/96",              // IPv4-compatible (deprecated)
 	"ff00::/8",           // multicast
 	"169.254.169.254/32", // cloud metadata (also link-local)
 	"fd00:ec2::254/128",  // AWS metadata over IPv6 (also private)
@@ -50,6 +45,45 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 	return out
 }
 
+// IPv6 forms that embed an IPv4 address: such an address is judged by the
+// IPv4 address it embeds (a translator or relay would reach it).
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")    // RFC 6052
+	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48")  // RFC 8215: any RFC 6052 layout inside
+	siitTranslated = netip.MustParsePrefix("::ffff:0:0:0/96") // RFC 2765 IPv4-translated
+	v4Compatible   = netip.MustParsePrefix("::/96")           // deprecated IPv4-compatible
+	sixToFour      = netip.MustParsePrefix("2002::/16")       // RFC 3056: 2002:AABB:CCDD::/48
+	teredo         = netip.MustParsePrefix("2001::/32")       // RFC 4380: server and (inverted) client
+)
+
+// embeddedIPv4 returns the IPv4 addresses an IPv6 address embeds (every
+// candidate where the layout is not fixed), or nil.
+func embeddedIPv4(ip netip.Addr) []netip.Addr {
+	if !ip.Is6() {
+		return nil
+	}
+	b := ip.As16()
+	v4 := func(p ...byte) netip.Addr { return netip.AddrFrom4([4]byte{p[0], p[1], p[2], p[3]}) }
+	switch {
+	case nat64WellKnown.Contains(ip), siitTranslated.Contains(ip), v4Compatible.Contains(ip):
+		return []netip.Addr{v4(b[12:]...)}
+	case nat64Local.Contains(ip):
+		// RFC 6052 layouts for prefixes /48, /56, /64 and /96 (bits 64-71
+		// are the "u" octet, skipped).
+		return []netip.Addr{
+			v4(b[6], b[7], b[9], b[10]),
+			v4(b[7], b[9], b[10], b[11]),
+			v4(b[9], b[10], b[11], b[12]),
+			v4(b[12:]...),
+		}
+	case sixToFour.Contains(ip):
+		return []netip.Addr{v4(b[2:6]...)}
+	case teredo.Contains(ip):
+		return []netip.Addr{v4(b[4:8]...), v4(^b[12], ^b[13], ^b[14], ^b[15])}
+	}
+	return nil
+}
+
 // addrPolicy decides which addresses the service may connect to.
 type addrPolicy struct {
 	allow []netip.Prefix // explicitly allowed, even if special
@@ -61,6 +95,11 @@ func (p *addrPolicy) check(ip netip.Addr) error {
 	for _, a := range p.allow {
 		if a.Contains(ip) {
 			return nil
+		}
+	}
+	for _, v4 := range embeddedIPv4(ip) {
+		if err := p.check(v4); err != nil {
+			return &addressError{ip: ip, why: fmt.Sprintf("an IPv6 form of %s, which is %s", v4, err.(*addressError).why)}
 		}
 	}
 	why := ""

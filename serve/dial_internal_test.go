@@ -76,3 +76,46 @@ func TestPatterns(t *testing.T) {
 		}
 	}
 }
+
+// Every IPv6 form that embeds an IPv4 address is judged by the IPv4
+// address: the metadata address, loopback and private ranges are refused
+// in all of them, public ones pass (an IPv6-only host behind DNS64 reaches
+// the Hub through 64:ff9b::/96). Teredo is refused whatever it embeds.
+func TestEmbeddedIPv4Forms(t *testing.T) {
+	p := &addrPolicy{}
+	for _, tc := range []struct {
+		addr    string
+		allowed bool
+	}{
+		{"::ffff:169.254.169.254", false},      // mapped
+		{"::ffff:0:a9fe:a9fe", false},          // SIIT translated ::ffff:0:0:0/96 (F10)
+		{"::ffff:0:7f00:1", false},             // translated loopback
+		{"::ffff:0:a00:1", false},              // translated 10.0.0.1
+		{"::ffff:0:808:808", true},             // translated 8.8.8.8
+		{"::a9fe:a9fe", false},                 // compatible ::/96
+		{"::a00:1", false},                     // compatible 10.0.0.1
+		{"64:ff9b::a9fe:a9fe", false},          // NAT64 well-known
+		{"64:ff9b::c0a8:1", false},             // NAT64 192.168.0.1
+		{"64:ff9b::808:808", true},             // NAT64 8.8.8.8 (DNS64)
+		{"64:ff9b:1:a9fe:a9:fe00::", false},    // local-use NAT64, /48 layout
+		{"64:ff9b:1::a9fe:a9fe", false},        // local-use NAT64, /96 layout
+		{"64:ff9b:1:ff:a9:fea9:fe00:0", false}, // local-use NAT64, /56 layout
+		{"64:ff9b:1:0:a9:fea9:fe00:0", false},  // local-use NAT64, /64 layout
+		{"2002:a9fe:a9fe::1", false},           // 6to4
+		{"2002:7f00:1::1", false},              // 6to4 loopback
+		{"2002:808:808::1", true},              // 6to4 of 8.8.8.8
+		{"2001:0:a9fe:a9fe::1", false},         // Teredo server 169.254.169.254
+		{"2001:0:808:808::5601:5601", false},   // Teredo client (inverted) 169.254.169.254
+		{"2001:0:808:808::f7f7:f7f7", false},   // Teredo: refused whatever it embeds
+	} {
+		err := p.check(netip.MustParseAddr(tc.addr))
+		if got := err == nil; got != tc.allowed {
+			t.Errorf("%s: %v, want allowed=%v", tc.addr, err, tc.allowed)
+		}
+	}
+	// An --allow-address for the IPv4 range allows its embedded forms too.
+	p.allow = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	if err := p.check(netip.MustParseAddr("64:ff9b::a00:1")); err != nil {
+		t.Errorf("64:ff9b::10.0.0.1 with 10.0.0.0/8 allowed: %v", err)
+	}
+}
