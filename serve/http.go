@@ -123,16 +123,26 @@ func (s *Server) wrap(endpoint string, auth bool, h http.HandlerFunc) http.Handl
 	})
 }
 
-// sameOrigin: a browser request that says where it comes from must come
-// from this page (the session cookie is SameSite=Strict too).
+// sameOrigin reports whether a request authenticated by the session
+// cookie shows that it comes from the service's own page: Sec-Fetch-Site
+// same-origin, or an Origin equal to the service's, and neither header
+// saying otherwise. "null" (a sandboxed frame, a data: URL, a redirect
+// from another origin) is another origin; a request with neither header
+// is refused too (every browser that keeps the cookie sends one of them
+// on a POST; other clients use the bearer token).
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+	sites, origins := r.Header.Values("Sec-Fetch-Site"), r.Header.Values("Origin")
+	if len(sites) > 1 || len(origins) > 1 {
 		return false
 	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		return o == "http://"+r.Host || o == "https://"+r.Host
+	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
+	if site != "" && site != "same-origin" {
+		return false
 	}
-	return true
+	if origin != "" {
+		return origin == "http://"+r.Host || origin == "https://"+r.Host
+	}
+	return site == "same-origin"
 }
 
 // errorBody is the JSON of every error answer.
