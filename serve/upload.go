@@ -6,14 +6,29 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 )
 
-// errTooLarge and errTooSlow end an upload.
+// errTooLarge and errTooSlow end an upload; errSpool is the service's own
+// failure to store one (its message names no server path: the details go
+// to the log).
 var (
-	errTooLarge = errors.New("upload larger than the service accepts")
-	errTooSlow  = errors.New("upload too slow: the client paused or trickled")
+	errTooLarge  = errors.New("upload larger than the service accepts")
+	errTooSlow   = errors.New("upload too slow: the client paused or trickled")
+	errSpool     = errors.New("the service could not store the upload: retry later")
+	errSpoolFull = errors.New("the service has no space left to store the upload: retry later")
 )
+
+// spoolError replaces a failure of the spool (creating or writing the
+// file) with an error that names no path, and logs the details.
+func (s *Server) spoolError(err error) error {
+	s.log.Error("spooling an upload", "error", err.Error())
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) {
+		return errSpoolFull
+	}
+	return errSpool
+}
 
 // spool copies an upload into an unlinked temporary file, never holding
 // it in memory: at most max bytes, each read within the idle timeout, the
@@ -25,7 +40,7 @@ func (s *Server) spool(w http.ResponseWriter, body io.Reader, declared int64) (*
 	}
 	f, err := os.CreateTemp(s.cfg.spoolDir, "safetensors-serve-*")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, s.spoolError(err)
 	}
 	// unlinked at once: nothing is left behind, whatever happens next
 	os.Remove(f.Name())
@@ -44,7 +59,7 @@ func (s *Server) spool(w http.ResponseWriter, body io.Reader, declared int64) (*
 			}
 			if _, err := f.Write(buf[:k]); err != nil {
 				f.Close()
-				return nil, 0, fmt.Errorf("spooling the upload: %w", err)
+				return nil, 0, s.spoolError(err)
 			}
 			n += int64(k)
 			uploaded.Add(float64(k))
@@ -80,6 +95,10 @@ func uploadStatus(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, errTooSlow):
 		return http.StatusRequestTimeout, "slow"
+	case errors.Is(err, errSpoolFull):
+		return http.StatusInsufficientStorage, "spool"
+	case errors.Is(err, errSpool):
+		return http.StatusServiceUnavailable, "spool"
 	}
 	return http.StatusBadRequest, "bad_request"
 }

@@ -1,0 +1,65 @@
+package serve_test
+
+import (
+	"net/http"
+	"net/http/cookiejar"
+	"testing"
+
+	"github.com/gosafetensors/safetensors/serve"
+)
+
+// A request authenticated by the session cookie that changes anything
+// (every method but GET) must show it comes from the service's own page:
+// Sec-Fetch-Site: same-origin or an Origin equal to the service's. A
+// foreign origin, "null" (a sandboxed frame, a data: URL, a cross-origin
+// redirect), another site, and a request that says nothing are refused;
+// the bearer token needs no such headers.
+func TestSessionCSRF(t *testing.T) {
+	ts := start(t, serve.WithToken(testToken), serve.WithRoot(rootDir(t)))
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(ts.URL+"/login", map[string][]string{"token": {testToken}})
+	if err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login: %v %v", err, resp.Status)
+	}
+	const loc = "/v1/scan?location=torch/tiny_transformer.safetensors"
+	for _, tc := range []struct {
+		hdr  []string
+		want int
+	}{
+		{[]string{"Origin", "http://evil.example"}, http.StatusForbidden},
+		{[]string{"Origin", "null"}, http.StatusForbidden},
+		{nil, http.StatusForbidden},
+		{[]string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+		{[]string{"Sec-Fetch-Site", "same-site"}, http.StatusForbidden},
+		{[]string{"Sec-Fetch-Site", "none"}, http.StatusForbidden},
+		{[]string{"Origin", "null", "Sec-Fetch-Site", "same-origin"}, http.StatusForbidden},
+		{[]string{"Origin", ts.URL, "Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+		{[]string{"Origin", ts.URL}, http.StatusOK},
+		{[]string{"Sec-Fetch-Site", "same-origin"}, http.StatusOK},
+		{[]string{"Origin", ts.URL, "Sec-Fetch-Site", "same-origin"}, http.StatusOK},
+	} {
+		req, _ := http.NewRequest("POST", ts.URL+loc, nil)
+		for i := 0; i+1 < len(tc.hdr); i += 2 {
+			req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("POST with the session cookie and %q: %d, want %d", tc.hdr, resp.StatusCode, tc.want)
+		}
+	}
+	// a GET with the cookie needs no header (a link to the viewer)
+	resp, err = client.Get(ts.URL + "/?location=torch/tiny_transformer.safetensors")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET with the session cookie: %v %v", err, resp.Status)
+	}
+	resp.Body.Close()
+	// the token needs none either
+	if code, body, _ := do(t, "POST", ts.URL+loc, testToken, nil); code != http.StatusOK {
+		t.Fatalf("POST with the token: %d %s", code, body)
+	}
+}
