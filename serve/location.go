@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gosafetensors/safetensors/internal/redact"
+	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/source"
 )
 
@@ -19,19 +20,36 @@ import (
 var ErrForbiddenLocation = errors.New("serve: location not allowed")
 
 // pattern is one --allow-location pattern: SCHEME://HOST/PATH[?QUERY].
-// The host is a glob (path.Match: "*.example.com"), the path a glob in
-// which "*" matches within one segment and "**" any number of segments,
-// and the query, if the pattern has one, must be given exactly (a bucket
+//
+// The host is a glob (path.Match: "*.example.com", "127.0.0.1:*"), or "**"
+// for any host; the path a glob in which "*" matches within one segment and
+// "**" any number of segments (none included). A pattern whose host is "**"
+// and that has no path ("https://**", "s3://**") matches every location of
+// its scheme.
+//
+// hf:// locations (hf://[datasets/|spaces/]ORG/REPO[@REV][/PATH]) have no
+// host: the organisation is their first segment, and their pattern is
+// matched against the segments [datasets|spaces/]ORG/REPO/PATH as a whole,
+// so "hf://**" matches every Hub location, "hf://my-org/**" every
+// repository of my-org (not its datasets: "hf://datasets/my-org/**"), and
+// "hf://*/**" every model and dataset. The organisation and repository are
+// compared ignoring case, as the Hub compares them. A pattern whose
+// repository segment names a revision ("hf://my-org/model@main/**")
+// matches that revision only; without one, every revision.
+//
+// The query, if the pattern has one, must be given exactly (a bucket
 // URL's endpoint and options); without one the location may have no
 // query unless the pattern ends in "?*".
 type pattern struct {
 	raw, scheme, host, path, query string
 	anyQuery                       bool
+	hf                             []string // an hf:// pattern's segments
+	hfRev                          bool     // it names a revision
 }
 
 func parsePattern(s string) (*pattern, error) {
 	bad := func(why string) (*pattern, error) {
-		return nil, fmt.Errorf("--allow-location %q: %s (want SCHEME://HOST/PATH, e.g. https://huggingface.co/** or s3://uploads/models/**)", s, why)
+		return nil, fmt.Errorf("--allow-location %q: %s (want SCHEME://HOST/PATH, e.g. https://huggingface.co/**, hf://my-org/** or s3://uploads/models/**)", s, why)
 	}
 	p := &pattern{raw: s}
 	rest := s
@@ -46,12 +64,13 @@ func parsePattern(s string) (*pattern, error) {
 		return bad("no scheme")
 	}
 	p.scheme = strings.ToLower(scheme)
-	p.host, p.path, _ = strings.Cut(after, "/")
+	var hasPath bool
+	p.host, p.path, hasPath = strings.Cut(after, "/")
 	p.path = "/" + p.path
 	if p.host == "" {
 		return bad("no host (bucket, organisation)")
 	}
-	if strings.ContainsAny(p.host, "@") {
+	if strings.ContainsAny(p.host, "@") && p.scheme != "hf" {
 		return bad("credentials are not allowed in a pattern")
 	}
 	if _, err := path.Match(p.host, ""); err != nil {
@@ -59,6 +78,38 @@ func parsePattern(s string) (*pattern, error) {
 	}
 	if p.scheme == "file" {
 		return bad("file:// reads the service's own disk: use --root")
+	}
+	if p.host == "**" && !hasPath {
+		p.path = "/**"
+	}
+	if p.scheme == "hf" {
+		if p.query != "" || p.anyQuery {
+			return bad("hf:// locations have no query")
+		}
+		p.hf = strings.Split(strings.TrimSuffix(after, "/"), "/")
+		if p.hf[0] == "models" {
+			p.hf = p.hf[1:]
+		}
+		repo := 1 // the index of the repository segment
+		if len(p.hf) > 0 && (p.hf[0] == "datasets" || p.hf[0] == "spaces") {
+			repo = 2
+		}
+		for i, seg := range p.hf {
+			if _, err := path.Match(seg, ""); err != nil {
+				return bad("path: " + err.Error())
+			}
+			name, rev, hasRev := strings.Cut(seg, "@")
+			if hasRev && i != repo {
+				return bad("a revision (@REV) belongs to the repository segment")
+			}
+			p.hfRev = p.hfRev || hasRev
+			if i == repo || i == repo-1 {
+				p.hf[i] = strings.ToLower(name)
+				if hasRev {
+					p.hf[i] += "@" + rev
+				}
+			}
+		}
 	}
 	return p, nil
 }
@@ -69,7 +120,11 @@ func (p *pattern) match(u *url.URL) bool {
 	if strings.ToLower(u.Scheme) != p.scheme {
 		return false
 	}
-	if ok, _ := path.Match(strings.ToLower(p.host), strings.ToLower(u.Host)); !ok {
+	if p.hf != nil {
+		segs, ok := hfSegments(u.String(), p.hfRev)
+		return ok && globPath(p.hf, segs)
+	}
+	if ok, _ := path.Match(strings.ToLower(p.host), strings.ToLower(u.Host)); !ok && p.host != "**" {
 		return false
 	}
 	if !p.anyQuery && u.RawQuery != p.query {
@@ -80,6 +135,29 @@ func (p *pattern) match(u *url.URL) bool {
 		p2 = "/"
 	}
 	return globPath(strings.Split(p.path, "/"), strings.Split(p2, "/"))
+}
+
+// hfSegments returns the segments an hf:// pattern is matched against:
+// [datasets|spaces,] ORG, REPO (with "@REV" if withRev), then the path in
+// the repository; the organisation and repository in lower case.
+func hfSegments(loc string, withRev bool) ([]string, bool) {
+	ref, err := remote.ParseHubURL(loc)
+	if err != nil {
+		return nil, false
+	}
+	var segs []string
+	if ref.Type == "dataset" || ref.Type == "space" {
+		segs = append(segs, ref.Type+"s")
+	}
+	org, repo, _ := strings.Cut(strings.ToLower(ref.Repo), "/")
+	if withRev {
+		repo += "@" + url.PathEscape(ref.Revision)
+	}
+	segs = append(segs, org, repo)
+	if ref.Path != "" {
+		segs = append(segs, strings.Split(ref.Path, "/")...)
+	}
+	return segs, true
 }
 
 // globPath matches path segments: "**" any number of them, else
