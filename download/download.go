@@ -96,6 +96,7 @@ type Result struct {
 	Duration time.Duration
 
 	readBack int64 // bytes hashed by reading them back from disk (tests)
+	direct   int64 // bytes written with O_DIRECT (tests)
 }
 
 // File is one file of a download.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gosafetensors/safetensors/hfcache"
 	"github.com/gosafetensors/safetensors/internal/pacedserver"
@@ -231,7 +232,10 @@ func TestHashAsArrived(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("4 connections: %d bytes moved, %d read back to hash", res.Moved, res.readBack)
+	t.Logf("4 connections: %d bytes moved, %d read back to hash, %d written with O_DIRECT", res.Moved, res.readBack, res.direct)
+	if directHere(t) && res.direct == 0 {
+		t.Fatal("no byte written with O_DIRECT where the file system has it")
+	}
 	if res.readBack >= res.Moved {
 		t.Fatalf("4 connections: %d of %d bytes read back to hash", res.readBack, res.Moved)
 	}
@@ -241,4 +245,79 @@ func TestHashAsArrived(t *testing.T) {
 	if !errors.Is(err, ErrDigest) || !strings.Contains(err.Error(), shard[1:]) {
 		t.Fatalf("one connection, a flipped byte: %v", err)
 	}
+}
+
+// directHere says whether the test's temporary directory takes O_DIRECT.
+func directHere(t *testing.T) bool {
+	p := filepath.Join(t.TempDir(), "probe")
+	if err := os.WriteFile(p, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	f := openDirect(p)
+	if f == nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// TestReadBackDirect: bytes written with O_DIRECT, and bytes written
+// through the page cache beside them, are read back for hashing exactly,
+// for ranges that start and end anywhere.
+func TestReadBackDirect(t *testing.T) {
+	if !directHere(t) {
+		t.Skip("no O_DIRECT in the temporary directory")
+	}
+	size := int64(5*directAlign + 123)
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	part := filepath.Join(t.TempDir(), "f.partial")
+	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := preallocate(f, size); err != nil {
+		t.Fatal(err)
+	}
+	tg := &target{Name: "f", Part: part, Size: size, f: f, direct: openDirect(part)}
+	defer tg.closeDirect()
+	e := &engine{}
+	buf := alignedBuf(2 * directAlign)
+	copy(buf, data[:2*directAlign])
+	if err := tg.writeAt(e, buf, 0); err != nil { // direct
+		t.Fatal(err)
+	}
+	if e.direct.Load() != 2*directAlign {
+		t.Fatalf("%d bytes written with O_DIRECT, want %d", e.direct.Load(), 2*directAlign)
+	}
+	if err := tg.writeAt(e, data[2*directAlign:3*directAlign+5], 2*directAlign); err != nil { // unaligned length: buffered
+		t.Fatal(err)
+	}
+	if err := tg.writeAt(e, data[3*directAlign+5:], 3*directAlign+5); err != nil { // unaligned offset: buffered
+		t.Fatal(err)
+	}
+	hb := alignedBuf(2 * directAlign)
+	for _, r := range [][2]int64{{0, size}, {1, size - 1}, {directAlign - 1, directAlign + 1}, {3*directAlign + 4, size}, {100, 3*directAlign + 7}, {size - 1, size}} {
+		tg.h = sha256.New()
+		if err := tg.readBack(context.Background(), hb, r[0], r[1]); err != nil {
+			t.Fatal(err)
+		}
+		want := sha256.Sum256(data[r[0]:r[1]])
+		if got := tg.h.Sum(nil); !bytes.Equal(got, want[:]) {
+			t.Fatalf("bytes %d-%d read back wrong", r[0], r[1])
+		}
+	}
+}
+
+// alignedBuf returns n bytes starting at a multiple of directAlign.
+func alignedBuf(n int) []byte {
+	b := make([]byte, n+directAlign)
+	off := int(uintptr(unsafe.Pointer(&b[0])) % directAlign)
+	if off != 0 {
+		off = directAlign - off
+	}
+	return b[off : off+n]
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gosafetensors/safetensors/internal/fetch"
 )
@@ -46,6 +47,8 @@ type target struct {
 
 	src     io.ReaderAt
 	f       *os.File
+	direct  *os.File    // the same file opened with O_DIRECT, or nil
+	buffer  atomic.Bool // set when a direct write failed: the page cache only from then on
 	j       *journal
 	resumed int64 // bytes found on disk at the start
 
@@ -77,6 +80,7 @@ type engine struct {
 
 	moved    atomic.Int64 // bytes written this run
 	readBack atomic.Int64 // bytes the hashers read back from the files
+	direct   atomic.Int64 // bytes written with O_DIRECT
 	done     atomic.Int64 // bytes on disk, resumed included
 	total    int64
 	bufs     chan []byte // stream buffers, one per worker
@@ -292,6 +296,7 @@ func (e *engine) prepare(ctx context.Context, t *target) error {
 	if t.resumed == t.Size {
 		return nil
 	}
+	t.direct = openDirect(t.Part)
 	r, err := t.open(ctx)
 	if err != nil {
 		return err
@@ -361,16 +366,24 @@ func (t *target) closeFiles() {
 		t.f.Close()
 		t.f = nil
 	}
+	t.closeDirect()
 	if t.j != nil {
 		t.j.close()
 		t.j = nil
 	}
 }
 
+func (t *target) closeDirect() {
+	if t.direct != nil {
+		t.direct.Close()
+		t.direct = nil
+	}
+}
+
 // stream reads one chunk of a target and writes it at its place.
 func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 	write := func(b []byte, pos int64) error {
-		if _, err := t.f.WriteAt(b, pos); err != nil {
+		if err := t.writeAt(e, b, pos); err != nil {
 			return fmt.Errorf("%s: writing %s: %w", t.Name, t.Part, err)
 		}
 		e.moved.Add(int64(len(b)))
@@ -418,6 +431,34 @@ func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 		off += int64(n)
 	}
 	return nil
+}
+
+// directAlign is the alignment of O_DIRECT transfers: offsets, lengths
+// and buffer addresses (the logical block size of common devices is 512
+// or 4096 bytes).
+const directAlign = 4096
+
+func aligned(b []byte, off int64) bool {
+	return len(b) > 0 && off%directAlign == 0 && len(b)%directAlign == 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%directAlign == 0
+}
+
+// writeAt writes b at off: with O_DIRECT where the file has it and b is
+// aligned (every piece of a stream buffer but a file's last), so that the
+// bytes go from the buffer to the device without a page-cache page each —
+// on a VM, fresh page-cache pages cost 0.3-3 CPU-seconds per GB, a direct
+// write 0.2 — and through the page cache otherwise. A direct write that
+// fails (a device that wants more alignment) is made again through the
+// page cache, and the file's later writes too.
+func (t *target) writeAt(e *engine, b []byte, off int64) error {
+	if t.direct != nil && !t.buffer.Load() && aligned(b, off) {
+		if _, err := t.direct.WriteAt(b, off); err == nil {
+			e.direct.Add(int64(len(b)))
+			return nil
+		}
+		t.buffer.Store(true)
+	}
+	_, err := t.f.WriteAt(b, off)
+	return err
 }
 
 // readPiece bounds a read of a source that cannot stream (a bucket
@@ -618,24 +659,50 @@ func (e *engine) hashAndFinish(ctx context.Context, t *target) error {
 }
 
 // readBack hashes bytes [from, end) of the partial file, reading them
-// through buf. The caller holds t.hashing.
+// through buf. The caller holds t.hashing. Bytes written with O_DIRECT
+// are not in the page cache: they are read back with O_DIRECT too, in
+// aligned blocks of which only [from, end) is hashed (a buffered read
+// would put each into a fresh page-cache page, the cost the direct write
+// avoided). The kernel writes back dirty cached pages of a range before
+// a direct read of it, so bytes written either way read back alike.
 func (t *target) readBack(ctx context.Context, buf []byte, from, end int64) error {
 	for from < end {
-		b := buf[:min(int64(len(buf)), end-from)]
-		n, err := t.f.ReadAt(b, from)
-		if n < len(b) {
-			if err == nil {
-				err = io.ErrUnexpectedEOF
+		b := t.readBackDirect(buf, from, end)
+		if b == nil {
+			b = buf[:min(int64(len(buf)), end-from)]
+			if n, err := t.f.ReadAt(b, from); n < len(b) {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				return fmt.Errorf("%s: reading back bytes %d-%d of %s: %w", t.Name, from, from+int64(len(b))-1, t.Part, err)
 			}
-			return fmt.Errorf("%s: reading back bytes %d-%d of %s: %w", t.Name, from, from+int64(len(b))-1, t.Part, err)
 		}
 		t.h.Write(b)
-		from += int64(n)
+		from += int64(len(b))
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 	}
 	return nil
+}
+
+// readBackDirect reads the aligned blocks that hold the start of [from,
+// end) with O_DIRECT into buf and returns their part in [from, end), or
+// nil where it cannot: no direct descriptor, a buffer not aligned, a
+// direct read that fails or comes short (the bytes are then read again
+// through the page cache, which reports the error if there is one).
+func (t *target) readBackDirect(buf []byte, from, end int64) []byte {
+	if t.direct == nil || t.buffer.Load() || len(buf) < directAlign || !aligned(buf[:directAlign], 0) {
+		return nil
+	}
+	a := from &^ (directAlign - 1)
+	n := min(int64(len(buf))&^(directAlign-1), (end-a+directAlign-1)&^(directAlign-1))
+	k, err := t.direct.ReadAt(buf[:n], a)
+	want := min(end, a+n) - a
+	if int64(k) < want || (err != nil && err != io.EOF) {
+		return nil
+	}
+	return buf[from-a : want]
 }
 
 // discard removes a target's partial and journal.
@@ -647,6 +714,7 @@ func (t *target) discard() {
 		t.f.Close()
 		t.f = nil
 	}
+	t.closeDirect()
 	if t.j != nil {
 		t.j.close()
 		t.j = nil
@@ -668,6 +736,7 @@ func (t *target) finish(noSync bool) error {
 		err = cerr
 	}
 	t.f = nil
+	t.closeDirect()
 	t.j.close()
 	t.j = nil
 	if err == nil {

@@ -206,7 +206,7 @@ func hubCache(ctx context.Context, cfg *config, ref remote.Ref, commit string, l
 	}
 	e := newEngine(cfg)
 	err = e.run(ctx, targets)
-	res.Moved, res.Resumed, res.readBack = e.moved.Load(), resumed(targets), e.readBack.Load()
+	res.Moved, res.Resumed, res.readBack, res.direct = e.moved.Load(), resumed(targets), e.readBack.Load(), e.direct.Load()
 	if err != nil {
 		return res, err
 	}
@@ -316,7 +316,7 @@ func hubLocal(ctx context.Context, cfg *config, ref remote.Ref, commit string, l
 	}
 	e := newEngine(cfg)
 	err := e.run(ctx, targets)
-	res.Moved, res.Resumed, res.readBack = e.moved.Load(), resumed(targets), e.readBack.Load()
+	res.Moved, res.Resumed, res.readBack, res.direct = e.moved.Load(), resumed(targets), e.readBack.Load(), e.direct.Load()
 	// Record what is in place, even after an error: those files are
 	// complete and checked.
 	for i, t := range targets {

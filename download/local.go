@@ -30,7 +30,7 @@ func localDone(dir, rel, object, dest string, size int64) bool {
 func runLocal(ctx context.Context, cfg *config, res *Result, targets []*target) error {
 	e := newEngine(cfg)
 	err := e.run(ctx, targets)
-	res.Moved, res.Resumed, res.readBack = e.moved.Load(), resumed(targets), e.readBack.Load()
+	res.Moved, res.Resumed, res.readBack, res.direct = e.moved.Load(), resumed(targets), e.readBack.Load(), e.direct.Load()
 	for _, t := range targets {
 		if t.complete {
 			if merr := writeSynced(doneMarker(cfg.localDir, t.rel), []byte(t.Object)); merr != nil && err == nil {
