@@ -156,7 +156,9 @@ func Download(ctx context.Context, location string, opts ...Option) (*Result, er
 		res.Location = location
 		res.Duration = time.Since(start)
 	}
-	return res, err
+	// No error names a URL with its query (a bucket URL's options, a
+	// signed URL's signature): the SDKs' and net/http's quote them whole.
+	return res, redact.Error(err, location)
 }
 
 // hubHandles reports whether a resolve-shaped URL is for the Hub.

@@ -246,6 +246,13 @@ func (c *conn) send(ctx context.Context, r *request) (*http.Response, error) {
 		f.stats.requests.Add(1)
 		resp, err := c.client.Do(req)
 		if err != nil {
+			// net/http's *url.Error quotes the request's URL whole: a
+			// redirect's target is a signed URL whose query is a secret.
+			// No error of this package carries it (internal/redact).
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				ue.URL = redact(u)
+			}
 			return nil, err
 		}
 		if err := f.checkLinked(resp.Header); err != nil {

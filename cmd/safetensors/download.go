@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gosafetensors/safetensors/download"
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/spf13/cobra"
 )
@@ -73,7 +74,7 @@ bad usage, offline without a cached copy).`,
 // downloadJSON is the --json output of download:
 //
 //	{
-//	  "location":  string   as given
+//	  "location":  string   as given, a URL without its query (internal/redact)
 //	  "commit":    string   the commit a Hub download was made at, "" otherwise
 //	  "dir":       string   the snapshot folder in the cache, or the local directory
 //	  "files":     [{"path": string, "size": int, "digest": string ("sha256:HEX", "git-blob:HEX" or "none"),
@@ -122,7 +123,7 @@ func runDownload(cmd *cobra.Command, stdout, stderr io.Writer, loc string, fl do
 	if err != nil {
 		return downloadProblem(err)
 	}
-	out := downloadJSON{Location: loc, Commit: res.Commit, Dir: res.Dir, Bytes: res.Bytes, Moved: res.Moved, Resumed: res.Resumed,
+	out := downloadJSON{Location: redact.Location(loc), Commit: res.Commit, Dir: res.Dir, Bytes: res.Bytes, Moved: res.Moved, Resumed: res.Resumed,
 		Requests: res.Requests, Seconds: res.Duration.Seconds(), Files: []downloadFileJSON{}}
 	if out.Seconds > 0 {
 		out.Rate = float64(res.Moved) / out.Seconds
@@ -141,7 +142,7 @@ func runDownload(cmd *cobra.Command, stdout, stderr io.Writer, loc string, fl do
 		return enc.Encode(out)
 	}
 	var b strings.Builder
-	name := display(loc)
+	name := display(redact.Location(loc))
 	if res.Commit != "" {
 		name += " @ " + res.Commit[:12]
 	}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/gosafetensors/safetensors/internal/redact"
 	"github.com/spf13/cobra"
 )
 
@@ -91,14 +92,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	prefix := paletteFor(stderr).paint(colorFail, "safetensors:")
+	// The last line of defence of the one redaction rule (internal/redact):
+	// whatever error reaches here, no URL in it keeps its query or userinfo.
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintf(stderr, "%s %v\n", prefix, ee.Err)
+			fmt.Fprintf(stderr, "%s %s\n", prefix, redact.Text(ee.Err.Error()))
 		}
 		return ee.Code
 	}
-	fmt.Fprintf(stderr, "%s %v\n", prefix, err)
+	fmt.Fprintf(stderr, "%s %s\n", prefix, redact.Text(err.Error()))
 	if cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
