@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -31,35 +30,11 @@ import (
 	"github.com/gosafetensors/safetensors/audit"
 	"github.com/gosafetensors/safetensors/compressed"
 	"github.com/gosafetensors/safetensors/internal/torchoracle"
-	"github.com/gosafetensors/safetensors/torch/pickle"
 )
 
-func oracleEnv(t *testing.T, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		t.Fatalf("%s=%q: want a count", name, s)
-	}
-	return n
-}
-
-// importable reports whether the oracle's module.name could be imported
-// (some split of it into two dotted identifiers).
-func importable(g string) bool {
-	for i := 0; i < len(g); i++ {
-		if g[i] == '.' && pickle.Importable(g[:i]) && pickle.Importable(g[i+1:]) {
-			return true
-		}
-	}
-	return false
-}
-
 func TestPolyglotOracle(t *testing.T) {
-	n := oracleEnv(t, "GOSAFETENSORS_ORACLE_MUTANTS", 40)
-	seed := uint64(oracleEnv(t, "GOSAFETENSORS_ORACLE_SEED", 1))
+	n := torchoracle.Count(t, "GOSAFETENSORS_ORACLE_MUTANTS", 40)
+	seed := uint64(torchoracle.Count(t, "GOSAFETENSORS_ORACLE_SEED", 1))
 	if n == 0 {
 		t.Skip("GOSAFETENSORS_ORACLE_MUTANTS=0")
 	}
@@ -87,7 +62,7 @@ func TestPolyglotOracle(t *testing.T) {
 		}
 		var refused []string
 		for _, g := range res.Refused {
-			if importable(g) {
+			if torchoracle.ImportableGlobal(g) {
 				refused = append(refused, g)
 			}
 		}

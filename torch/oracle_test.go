@@ -26,20 +26,7 @@ import (
 
 	"github.com/gosafetensors/safetensors/internal/torchoracle"
 	"github.com/gosafetensors/safetensors/torch"
-	"github.com/gosafetensors/safetensors/torch/pickle"
 )
-
-func envInt(t *testing.T, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		t.Fatalf("%s=%q: want a count", name, s)
-	}
-	return n
-}
 
 // judge holds the differential properties for one file; it returns the
 // failure, or "".
@@ -62,7 +49,7 @@ func judge(rep *torch.ScanReport, r *torchoracle.Result) string {
 		}
 	}
 	for _, g := range r.Refused {
-		if named[g] || !importableGlobal(g) {
+		if named[g] || !torchoracle.ImportableGlobal(g) {
 			// a name no Python can import (".modules.linear") fails in
 			// find_class right after the audit event: nothing runs
 			continue
@@ -77,30 +64,12 @@ func judge(rep *torch.ScanReport, r *torchoracle.Result) string {
 	return ""
 }
 
-// importableGlobal reports whether module.name (as the oracle reports
-// it: module, a dot, name; the module may not contain a dot-less tail, so
-// every split is tried) could be imported: a dotted sequence of Python
-// identifiers for both, as the pickle walker judges.
-func importableGlobal(g string) bool {
-	for i := strings.IndexByte(g, '.'); i >= 0; {
-		if pickle.Importable(g[:i]) && pickle.Importable(g[i+1:]) {
-			return true
-		}
-		j := strings.IndexByte(g[i+1:], '.')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-	return false
-}
-
 // oracleAllow is the allowlist handed to torch's audit hook: scan's own.
 func oracleAllow() []string { return torch.AllowlistForOracle() }
 
 func TestScanSoundnessOracle(t *testing.T) {
-	n := envInt(t, "GOSAFETENSORS_ORACLE_MUTANTS", 40)
-	seed := uint64(envInt(t, "GOSAFETENSORS_ORACLE_SEED", 1))
+	n := torchoracle.Count(t, "GOSAFETENSORS_ORACLE_MUTANTS", 40)
+	seed := uint64(torchoracle.Count(t, "GOSAFETENSORS_ORACLE_SEED", 1))
 	if n == 0 {
 		t.Skip("GOSAFETENSORS_ORACLE_MUTANTS=0")
 	}
@@ -373,8 +342,8 @@ func TestAllowOracle(t *testing.T) {
 			t.Errorf("%s: torch %s (%s %v), INDEX says %s", f.Name, got, r.Error, r.Events, f.Torch)
 		}
 	}
-	n := envInt(t, "GOSAFETENSORS_ORACLE_MUTANTS", 40)
-	seed := uint64(envInt(t, "GOSAFETENSORS_ORACLE_SEED", 1))
+	n := torchoracle.Count(t, "GOSAFETENSORS_ORACLE_MUTANTS", 40)
+	seed := uint64(torchoracle.Count(t, "GOSAFETENSORS_ORACLE_SEED", 1))
 	dir := t.TempDir()
 	stats := map[string]int{}
 	// one file: scanned allowing allow, loaded, judged; counted under kind

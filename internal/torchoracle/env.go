@@ -1,0 +1,45 @@
+package torchoracle
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gosafetensors/safetensors/torch/pickle"
+)
+
+// Count returns the count the environment variable name sets (such as
+// GOSAFETENSORS_ORACLE_MUTANTS), def when it is unset; anything but a
+// non-negative integer fails the test.
+func Count(tb testing.TB, name string, def int) int {
+	tb.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		tb.Fatalf("%s=%q: want a count", name, s)
+	}
+	return n
+}
+
+// ImportableGlobal reports whether module.name, as the oracle reports a
+// global (module, a dot, name; the module may itself hold dots, so every
+// split is tried), could be imported: a dotted sequence of Python
+// identifiers for both, as the pickle walker judges. find_class fails on
+// any other name right after the audit event, before importing anything.
+func ImportableGlobal(g string) bool {
+	for i := strings.IndexByte(g, '.'); i >= 0; {
+		if pickle.Importable(g[:i]) && pickle.Importable(g[i+1:]) {
+			return true
+		}
+		j := strings.IndexByte(g[i+1:], '.')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}

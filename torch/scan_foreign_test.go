@@ -1,0 +1,60 @@
+package torch
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// What torch.load gets out of files that are not checkpoints: Reaches and
+// ScanForeign read them as torch's legacy path does, from byte 0, and stop
+// where CPython's unpickler stops.
+func TestScanForeign(t *testing.T) {
+	read := func(p ...string) []byte {
+		b, err := os.ReadFile(filepath.Join(append([]string{testdata}, p...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name    string
+		data    []byte
+		reaches bool
+		verdict string
+		named   string
+	}{
+		{"safetensors", read("torch", "dtypes.safetensors"), false, VerdictClean, ""},
+		{"polyglot", read("polyglot", "st_header_pop_then_data_pickle.safetensors"), false, VerdictClean, ""},
+		{"JSON", []byte(`{"weight_map": {}}`), false, VerdictClean, ""},
+		{"text", []byte("# a model card\n"), false, VerdictClean, ""},
+		{"a pickle of True", []byte("\x88."), false, VerdictClean, ""},
+		{"zero block", make([]byte, 1024), false, VerdictClean, ""},
+		{"empty", nil, false, VerdictClean, ""},
+		// GLOBAL of a name find_class cannot import: CPython stops there,
+		// before the REDUCE and the real global after it
+		{"unimportable name", []byte("cnot a module\nx\n(tRcposix\nsystem\n."), false, VerdictClean, ""},
+		{"protocol 0 pickle", read("malicious", "raw_pickle_p0.bin"), true, VerdictDangerous, "posix.system"},
+		{"protocol 0 legacy checkpoint", read("polyglot", "legacy_p0_notensor.pt"), true, VerdictInvalid, ""},
+		{"zip", read("torch", "dtypes.pt"), true, VerdictClean, ""},
+		// INST is refused by the decoder; the exact walk goes on as CPython does
+		{"INST", []byte("(iposix\nsystem\n."), true, VerdictDangerous, "posix.system"},
+	} {
+		reaches, err := Reaches(bytes.NewReader(c.data), int64(len(c.data)))
+		if err != nil || reaches != c.reaches {
+			t.Errorf("%s: Reaches %v %v, want %v", c.name, reaches, err, c.reaches)
+		}
+		rep, err := ScanForeign(bytes.NewReader(c.data), int64(len(c.data)), c.name)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if v := rep.Verdict(); v != c.verdict || (c.named != "" && !strings.Contains(strings.Join(rep.NotAllowed(), " "), c.named)) {
+			t.Errorf("%s: %s %v %q, want %s naming %q", c.name, v, rep.NotAllowed(), rep.Problems, c.verdict, c.named)
+		}
+		if !c.reaches && (len(rep.Problems) > 0 || rep.Format != FormatUnknown) {
+			t.Errorf("%s: torch takes nothing from it, but the report has format %v, problems %q", c.name, rep.Format, rep.Problems)
+		}
+	}
+}
