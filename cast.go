@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"unsafe"
 )
@@ -91,7 +92,10 @@ func srcRange(src []byte, dt DType, lo, hi int) []byte {
 
 // parallel runs f over [0, n) split into one part per core when n is large,
 // with part boundaries on multiples of 64 elements (whole bytes for F4,
-// whole cache lines for the rest).
+// whole cache lines for the rest). A panic or a memory fault in a part
+// (a mapped file that shrank: the workers run with debug.SetPanicOnFault)
+// is raised again on the calling goroutine once every part is done, where
+// the caller's recover (fault.CatchIn) sees it.
 func parallel(n int, dt DType, f func(lo, hi int)) {
 	p := runtime.GOMAXPROCS(0)
 	if n < parallelMin || p < 2 {
@@ -100,16 +104,37 @@ func parallel(n int, dt DType, f func(lo, hi int)) {
 	}
 	p = min(p, n/(parallelMin/2))
 	step := (n/p + 63) &^ 63
-	var wg sync.WaitGroup
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed any
+	)
+	defer func() {
+		wg.Wait()
+		if failed != nil {
+			panic(failed)
+		}
+	}()
 	for lo := 0; lo < n; lo += step {
 		hi := min(lo+step, n)
 		if hi == n {
 			f(lo, hi) // the last part on this goroutine
 			break
 		}
-		wg.Go(func() { f(lo, hi) })
+		wg.Go(func() {
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					mu.Lock()
+					if failed == nil {
+						failed = r
+					}
+					mu.Unlock()
+				}
+			}()
+			f(lo, hi)
+		})
 	}
-	wg.Wait()
 }
 
 // f16Table maps every half-precision bit pattern to its float32 value. It

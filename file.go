@@ -1,9 +1,11 @@
 package safetensors
 
 import (
+	"fmt"
 	"io"
 	"os"
 
+	"github.com/gosafetensors/safetensors/internal/fault"
 	"github.com/gosafetensors/safetensors/internal/mmap"
 )
 
@@ -97,14 +99,20 @@ func (f *File) Close() error {
 // Mapped reports whether the file's data is memory-mapped.
 func (f *File) Mapped() bool { return f.mapping != nil }
 
-// bytesReaderAt reads from memory without copying more than asked.
+// bytesReaderAt reads a mapping without copying more than asked. A page
+// the file no longer has (it shrank after it was mapped) is an error
+// wrapping syscall.EIO, not a SIGBUS: the header and a compressed
+// container's frames are read through it.
 type bytesReaderAt []byte
 
 func (b bytesReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > int64(len(b)) {
 		return 0, os.ErrInvalid
 	}
-	n := copy(p, b[off:])
+	n, err := fault.Copy(p, b[off:])
+	if err != nil {
+		return 0, fmt.Errorf("reading %d bytes at byte %d of the mapping: %w", len(p), off, err)
+	}
 	if n < len(p) {
 		return n, io.EOF
 	}

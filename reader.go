@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
+
+	"github.com/gosafetensors/safetensors/internal/fault"
 )
 
 // Reader gives access to the tensors of a safetensors file. A Reader made by
@@ -60,7 +62,12 @@ func readHeaderAt(r io.ReaderAt, size int64, o options) (*Header, error) {
 		return nil, err
 	}
 	if mem, ok := r.(bytesReaderAt); ok { // mapped: parse in place
-		return parseHeader(mem[8:8+hlen], hlen, size)
+		var h *Header
+		ferr := fault.CatchIn(mem, func() (err error) { h, err = parseHeader(mem[8:8+hlen], hlen, size); return err })
+		if errors.Is(ferr, fault.ErrFault) {
+			return nil, fmt.Errorf("reading the %d-byte header through the mapping (the file shrank?): %w", hlen, ferr)
+		}
+		return h, ferr
 	}
 	// hlen is at most the limit and fits inside size: allocation is justified.
 	buf := make([]byte, hlen)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gosafetensors/safetensors/internal/fault"
 )
 
 // Selector selects along one dimension, like one item of a Python subscript:
@@ -405,6 +407,17 @@ func (t *Tensor) readPlan(p *slicePlan) (*Tensor, error) {
 		bufs, offs = bufs[:0], offs[:0]
 		return err
 	}
+	if t.mapped {
+		// one fault guard for every run (see Tensor): a file that shrank
+		// under the mapping is an error, not a SIGBUS
+		err := fault.CatchIn(t.data, func() error {
+			return p.runs(func(r run) error { out = append(out, t.data[r.off:r.off+r.n]...); return nil })
+		})
+		if err != nil {
+			return nil, t.mappedErr(err)
+		}
+		return p.tensor(t, out), nil
+	}
 	err := p.runs(func(r run) error {
 		if t.data != nil || t.src == nil {
 			out = append(out, t.data[r.off:r.off+r.n]...)
@@ -432,8 +445,13 @@ func (t *Tensor) readPlan(p *slicePlan) (*Tensor, error) {
 	if err != nil {
 		return nil, t.errorf("%w", err)
 	}
+	return p.tensor(t, out), nil
+}
+
+// tensor returns the slice of t p describes, made of its bytes out.
+func (p *slicePlan) tensor(t *Tensor, out []byte) *Tensor {
 	info := TensorInfo{Name: t.Name, DType: t.DType, Shape: p.shape, DataOffsets: [2]int64{0, p.size}}
-	return &Tensor{TensorInfo: info, file: t.file, data: out}, nil
+	return &Tensor{TensorInfo: info, file: t.file, data: out}
 }
 
 // runBatch is how many byte runs a slice hands a RunReader at once.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+
+	"github.com/gosafetensors/safetensors/internal/fault"
 )
 
 // Tensor is one tensor of a file: its description and access to its bytes.
@@ -12,8 +14,12 @@ import (
 // memory mapping. The view is valid only until the file is closed: using it
 // after Close faults and crashes the program, so call Copy for data that
 // must outlive the file. If another process truncates the file while it is
-// mapped, touching the lost pages raises SIGBUS, which also crashes; Copy
-// reads with pread instead, which reports the short read as an error.
+// mapped, touching the lost pages raises SIGBUS, which also crashes (for
+// the views Bytes, ChunkAt and As return, the caller's reads are the
+// caller's: run them under debug.SetPanicOnFault to recover). Every method
+// that reads the bytes itself — Copy and ReadAt, Reader, WriteTo, Slice,
+// Float32Into and Float64Into — returns an error naming the file and the
+// tensor instead (wrapping syscall.EIO).
 type Tensor struct {
 	TensorInfo
 
@@ -65,7 +71,7 @@ func (t *Tensor) Copy() ([]byte, error) {
 // Reader returns a reader over the tensor's bytes.
 func (t *Tensor) Reader() io.Reader {
 	if t.data != nil || t.src == nil {
-		return &sliceReader{b: t.data}
+		return &sliceReader{b: t.data, t: t}
 	}
 
 	return io.NewSectionReader(t.src, t.off, t.Size())
@@ -74,8 +80,16 @@ func (t *Tensor) Reader() io.Reader {
 // WriteTo writes the tensor's bytes to w.
 func (t *Tensor) WriteTo(w io.Writer) (int64, error) {
 	if t.data != nil || t.src == nil {
-		n, err := w.Write(t.data)
-		return int64(n), err
+		if !t.mapped {
+			n, err := w.Write(t.data)
+			return int64(n), err
+		}
+		var n int
+		var werr error
+		if err := fault.CatchIn(t.data, func() error { n, werr = w.Write(t.data); return nil }); err != nil {
+			return 0, t.mappedErr(err)
+		}
+		return int64(n), werr
 	}
 	if st, ok := t.streamer(); ok {
 		return st.Stream(w)
@@ -96,7 +110,9 @@ func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
 	var n int
 	var err error
 	if t.data != nil || t.src == nil {
-		n = copy(want, t.data[off:])
+		if n, err = t.copyData(want, off); err != nil {
+			return 0, err
+		}
 	} else {
 		n, err = t.src.ReadAt(want, t.off+off)
 		if err == io.EOF && n == len(want) {
@@ -158,14 +174,39 @@ func (t *Tensor) fileName() string {
 	return t.file
 }
 
-// sliceReader is a bytes.Reader without the seek and unread methods.
-type sliceReader struct{ b []byte }
+// copyData copies t.data from off into p, turning a fault on a mapping
+// into an error (see [Tensor]).
+func (t *Tensor) copyData(p []byte, off int64) (int, error) {
+	if !t.mapped {
+		return copy(p, t.data[off:]), nil
+	}
+	n, err := fault.Copy(p, t.data[off:])
+	if err != nil {
+		return 0, t.mappedErr(err)
+	}
+	return n, nil
+}
+
+// mappedErr names the file and the tensor in a fault's error.
+func (t *Tensor) mappedErr(err error) error {
+	return t.errorf("reading its bytes through the mapping (was the file truncated or replaced while open?): %w", err)
+}
+
+// sliceReader is a bytes.Reader without the seek and unread methods, over
+// t's data.
+type sliceReader struct {
+	b []byte
+	t *Tensor
+}
 
 func (r *sliceReader) Read(p []byte) (int, error) {
 	if len(r.b) == 0 {
 		return 0, io.EOF
 	}
-	n := copy(p, r.b)
+	n, err := r.t.copyData(p, int64(len(r.t.data)-len(r.b)))
+	if err != nil {
+		return 0, err
+	}
 	r.b = r.b[n:]
 	return n, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/gosafetensors/safetensors/internal/fault"
 )
 
 // decodeChunk is the bytes read at a time by Float32Into and Float64Into for
@@ -64,7 +66,14 @@ func decodeInto[F float32 | float64](t *Tensor, dst []F, decode func([]F, []byte
 		return fmt.Errorf("%s: tensor %q: %w: %d elements into a buffer of %d", t.fileName(), t.Name, ErrBufferSize, n, len(dst))
 	}
 	if t.data != nil || t.src == nil {
-		return decode(dst, t.data, t.DType)
+		if !t.mapped {
+			return decode(dst, t.data, t.DType)
+		}
+		var derr error
+		if err := fault.CatchIn(t.data, func() error { derr = decode(dst, t.data, t.DType); return nil }); err != nil {
+			return t.mappedErr(err)
+		}
+		return derr
 	}
 	buf := make([]byte, min(t.Size(), decodeChunk))
 	per := int64(t.DType.Size()) // bytes per element; 0 for F4 (two per byte)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"syscall"
+	"unsafe"
 )
 
 // ErrFault is wrapped by the error [Catch] returns for a memory fault. The
@@ -38,4 +39,36 @@ func Catch(f func() error) (err error) {
 // and syscall.EIO.
 func Error(addr uintptr) error {
 	return fmt.Errorf("%w: %w at address %#x", ErrFault, syscall.EIO, addr)
+}
+
+// CatchIn is Catch for faults inside mem only (a mapping f reads, perhaps
+// through a writer it does not own): a fault at an address outside mem is
+// not a shrunken file's and is re-raised.
+func CatchIn(mem []byte, f func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			fe, ok := r.(interface{ Addr() uintptr })
+			if !ok || len(mem) == 0 {
+				panic(r)
+			}
+			lo := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
+			if a := fe.Addr(); a < lo || a-lo >= uintptr(len(mem)) {
+				panic(r)
+			}
+			err = Error(fe.Addr())
+		}
+	}()
+	return f()
+}
+
+// Copy is copy(dst, src) for src in a mapping: a fault reading it is
+// returned as an error wrapping [ErrFault], with the bytes copied before
+// the fault's page unknown (n is then 0).
+func Copy(dst, src []byte) (n int, err error) {
+	err = CatchIn(src, func() error { n = copy(dst, src); return nil })
+	if err != nil {
+		n = 0
+	}
+	return n, err
 }
