@@ -159,7 +159,7 @@ func (p *addrPolicy) control(network, address string, _ syscall.RawConn) error {
 // client returns an HTTP client whose every connection is checked by p
 // at dial time. It uses no proxy: a proxy would fetch what the check
 // refuses on the service's behalf.
-func (p *addrPolicy) client(counter func(int)) *http.Client {
+func (p *addrPolicy) client(counter func(int), reach *reachPolicy) *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: p.control}
 	tr := &http.Transport{
 		Proxy:                 nil,
@@ -172,7 +172,7 @@ func (p *addrPolicy) client(counter func(int)) *http.Client {
 		ResponseHeaderTimeout: 30 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &http.Client{Transport: &countingTransport{tr, counter}, Timeout: 0}
+	return &http.Client{Transport: &countingTransport{&reachTransport{tr, reach}, counter}, Timeout: 0}
 }
 
 // countingTransport counts response body bytes read, for /metrics.

@@ -137,6 +137,14 @@ func (p *pattern) match(u *url.URL) bool {
 	return globPath(strings.Split(p.path, "/"), strings.Split(p2, "/"))
 }
 
+// matchIgnoringQuery is match for a URL the service requests on a
+// location's behalf (a redirect's target): its query is not the client's.
+func (p *pattern) matchIgnoringQuery(u *url.URL) bool {
+	v := *u
+	v.RawQuery, v.ForceQuery = p.query, false
+	return p.match(&v)
+}
+
 // hfSegments returns the segments an hf:// pattern is matched against:
 // [datasets|spaces,] ORG, REPO (with "@REV" if withRev), then the path in
 // the repository; the organisation and repository in lower case.

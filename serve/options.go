@@ -111,6 +111,8 @@ type config struct {
 	hfToken   *string
 	hfEnd     string
 	trustHTTP bool
+	hubCDN    []*pattern
+	hubCDNSet bool
 }
 
 // WithRoot allows local paths, relative to dir and confined to it
@@ -217,4 +219,35 @@ func WithHub(endpoint, token string) Option {
 // --trust-server does.
 func WithTrustUnvalidated(trust bool) Option {
 	return func(c *config) error { c.trustHTTP = trust; return nil }
+}
+
+// WithHubRedirects replaces [DefaultHubRedirects]: the http(s) patterns
+// (the syntax of [WithAllowLocations]; a URL's query is not matched) that
+// the Hub's redirects may reach for an allowed Hub location, besides the
+// Hub's endpoint itself. Every other URL the service requests on a
+// location's behalf must match an --allow-location pattern. No patterns:
+// the Hub's redirects may go nowhere but the endpoint.
+func WithHubRedirects(patterns ...string) Option {
+	return func(c *config) error {
+		c.hubCDN, c.hubCDNSet = nil, true
+		for _, s := range patterns {
+			p, err := parseHubRedirect(s)
+			if err != nil {
+				return err
+			}
+			c.hubCDN = append(c.hubCDN, p)
+		}
+		return nil
+	}
+}
+
+func parseHubRedirect(s string) (*pattern, error) {
+	p, err := parsePattern(s)
+	if err != nil {
+		return nil, fmt.Errorf("hub redirect %w", err)
+	}
+	if p.scheme != "http" && p.scheme != "https" {
+		return nil, fmt.Errorf("hub redirect pattern %q: want an http(s) pattern", s)
+	}
+	return p, nil
 }

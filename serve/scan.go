@@ -117,7 +117,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, run func(context.
 		return
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.limits.AuditTimeout)
+	ctx, cancel := context.WithTimeout(s.withScope(r.Context(), q), s.cfg.limits.AuditTimeout)
 	defer cancel()
 	run(ctx, q)
 }

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type Server struct {
 	root      *os.Root
 	locs      locationPolicy
 	addrs     *addrPolicy
+	reach     *reachPolicy
 	hub       *remote.Hub
 	pool      *blobstore.Pool // one client per bucket, for the server's life
 	srcOpts   []source.Option
@@ -94,7 +96,17 @@ func New(opts ...Option) (*Server, error) {
 	}
 
 	remoteBytes := s.m.bytesRead.WithLabelValues("remote")
-	client := s.addrs.client(func(n int) { remoteBytes.Add(float64(n)) })
+	s.reach = &reachPolicy{patterns: c.patterns, hubCDN: c.hubCDN}
+	if !c.hubCDNSet {
+		for _, h := range DefaultHubRedirects {
+			p, err := parseHubRedirect(h)
+			if err != nil {
+				return nil, fmt.Errorf("serve: %w", err)
+			}
+			s.reach.hubCDN = append(s.reach.hubCDN, p)
+		}
+	}
+	client := s.addrs.client(func(n int) { remoteBytes.Add(float64(n)) }, s.reach)
 	ropts := []remote.Option{remote.WithClient(client), remote.WithTrustUnvalidated(c.trustHTTP)}
 	hopts := append([]remote.Option{}, ropts...)
 	if c.hfEnd != "" {
@@ -108,6 +120,9 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s.hub = hub
+	if s.reach.endpoint, err = url.Parse(hub.Endpoint()); err != nil {
+		return nil, fmt.Errorf("serve: Hub endpoint: %w", err)
+	}
 	if s.pool, err = blobstore.NewPool(); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}

@@ -123,7 +123,7 @@ func (s *Server) viewer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.limits.AuditTimeout)
+	ctx, cancel := context.WithTimeout(s.withScope(r.Context(), q), s.cfg.limits.AuditTimeout)
 	defer cancel()
 	if rep, d, err := s.describe(ctx, q); err != nil {
 		p.InspectErr = redact.Message(err.Error(), loc)

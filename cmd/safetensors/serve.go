@@ -20,6 +20,7 @@ type serveFlags struct {
 	addr, root, tokenFile, spoolDir string
 	insecure                        bool
 	allowLocations, allowAddrs      []string
+	hubRedirects                    []string
 	maxUpload                       string
 	maxConcurrent, maxQueued        int
 	auditTimeout, drainTimeout      time.Duration
@@ -54,9 +55,15 @@ A location is read only if it matches an --allow-location pattern
 (SCHEME://HOST/PATH, "*" within a segment, "**" across segments, e.g.
 https://huggingface.co/**, hf://my-org/**, s3://uploads/incoming/**), or is
 a path relative to --root (opened inside it: no escape by .. or symbolic
-links). Connections to loopback, link-local (169.254.169.254), private and
-unspecified addresses are refused after DNS resolution and on every
-redirect, unless an --allow-address prefix allows them.
+links). Every URL the service then requests on a location's behalf (each
+redirect, an index's shards) must match a pattern too, or lie in the
+location's own directory; a Hub location also reads its repository on the
+Hub's endpoint and follows the Hub's redirects to --allow-hub-redirect
+patterns (default: the Hub's CDN, https://*.hf.co/** and
+https://*.huggingface.co/**). Connections to loopback, link-local
+(169.254.169.254), private and unspecified addresses are refused after DNS
+resolution and on every redirect, unless an --allow-address prefix allows
+them.
 
 Uploads are spooled to disk (--spool-dir) up to --max-upload; audits run
 --max-concurrent at a time with --max-queued waiting, each within
@@ -91,6 +98,7 @@ writes one JSON result per version to --results; see docs/queue.md.
 	f.StringVar(&fl.tokenFile, "token-file", "", "require the bearer token in `FILE` (at least 16 characters)")
 	f.BoolVar(&fl.insecure, "insecure", false, "allow a non-loopback --addr without a token")
 	f.StringArrayVar(&fl.allowLocations, "allow-location", nil, "read remote locations matching `PATTERN` (repeatable)")
+	f.StringArrayVar(&fl.hubRedirects, "allow-hub-redirect", serve.DefaultHubRedirects, "let an allowed Hub location's redirects reach URLs matching `PATTERN` (the Hub's CDN; repeatable; replaces the default; '' for none)")
 	f.StringArrayVar(&fl.allowAddrs, "allow-address", nil, "allow connections to `CIDR` although loopback, private or link-local (repeatable)")
 	f.StringVar(&fl.spoolDir, "spool-dir", os.TempDir(), "spool uploads in `DIR`")
 	f.StringVar(&fl.maxUpload, "max-upload", "8GiB", "largest upload accepted (`SIZE`)")
@@ -133,6 +141,15 @@ func runServe(cmd *cobra.Command, fl serveFlags) error {
 	}
 	opts := []serve.Option{serve.WithLimits(lim), serve.WithLogger(logger), serve.WithSpoolDir(fl.spoolDir),
 		serve.WithAllowLocations(fl.allowLocations...)}
+	if cmd.Flags().Changed("allow-hub-redirect") {
+		var pats []string
+		for _, p := range fl.hubRedirects {
+			if p != "" {
+				pats = append(pats, p)
+			}
+		}
+		opts = append(opts, serve.WithHubRedirects(pats...))
+	}
 	if trust, _ := cmd.Flags().GetBool("trust-server"); trust {
 		opts = append(opts, serve.WithTrustUnvalidated(true))
 	}
