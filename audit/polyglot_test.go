@@ -225,6 +225,15 @@ func TestPolyglotFixtures(t *testing.T) {
 				t.Fatalf("scan of a folder holding only %s: %d reports %+v", name, len(got), got)
 			}
 			checkPolyglotReport(t, e, got[0])
+			if e.Valid {
+				// validate finds the file valid, and refuses it when
+				// torch.load would run it: two readers, two files
+				for v := range audit.Validate(ctx, filepath.Join(dir, name)) {
+					if v.Valid != (e.ScanVerdict == "clean") {
+						t.Errorf("validate: valid %v (%v), scan %s", v.Valid, v.Error, e.ScanVerdict)
+					}
+				}
+			}
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gosafetensors/safetensors/internal/units"
 	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/stats"
+	"github.com/gosafetensors/safetensors/torch"
 )
 
 // ValidateReport is what validation found in one file or sharded model:
@@ -178,10 +179,23 @@ func (c *config) validateObject(ctx context.Context, r *ValidateReport, o *sourc
 			return r
 		}
 	}
-	if o != nil && o.Format.Checkpoint() {
-		// valid safetensors, and also what torch.load reads as a checkpoint:
-		// two readers would see two different files
-		return r.setError(fmt.Errorf("%s: a polyglot: a valid safetensors file that is also a PyTorch checkpoint (%s) torch.load would read; run safetensors scan on it", loc, o.Format))
+	if o != nil {
+		// valid safetensors, and also what torch.load reads as a checkpoint
+		// or a pickle (from byte 0: a header length can begin one): two
+		// readers would see two different files
+		what := o.Format
+		if !what.Checkpoint() {
+			reaches, err := torch.Reaches(o, o.Size)
+			if err != nil {
+				return r.setError(&source.IOError{Location: loc, Op: "read", Err: err})
+			}
+			if reaches {
+				what = source.TorchPickle
+			}
+		}
+		if what.Checkpoint() {
+			return r.setError(fmt.Errorf("%s: a polyglot: a valid safetensors file that is also a PyTorch checkpoint (%s) torch.load would read; run safetensors scan on it", loc, what))
+		}
 	}
 	r.Status, r.Valid = OK, true
 	r.TensorCount = ptr(len(rd.Tensors))
