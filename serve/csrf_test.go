@@ -1,15 +1,18 @@
 package serve_test
 
 import (
+	"bytes"
+	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
+	"os"
 	"testing"
 
 	"github.com/gosafetensors/safetensors/serve"
 )
 
 // A request authenticated by the session cookie that changes anything
-// (every method but GET) must show it comes from the service's own page:
+// (every method but GET: the viewer's upload) must show it comes from the service's own page:
 // Sec-Fetch-Site: same-origin or an Origin equal to the service's. A
 // foreign origin, "null" (a sandboxed frame, a data: URL, a cross-origin
 // redirect), another site, and a request that says nothing are refused;
@@ -22,7 +25,10 @@ func TestSessionCSRF(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("login: %v %v", err, resp.Status)
 	}
-	const loc = "/v1/scan?location=torch/tiny_transformer.safetensors"
+	model, err := os.ReadFile("../testdata/torch/tiny_transformer.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		hdr  []string
 		want int
@@ -39,7 +45,13 @@ func TestSessionCSRF(t *testing.T) {
 		{[]string{"Sec-Fetch-Site", "same-origin"}, http.StatusOK},
 		{[]string{"Origin", ts.URL, "Sec-Fetch-Site", "same-origin"}, http.StatusOK},
 	} {
-		req, _ := http.NewRequest("POST", ts.URL+loc, nil)
+		var form bytes.Buffer
+		mw := multipart.NewWriter(&form)
+		fw, _ := mw.CreateFormFile("file", "m.safetensors")
+		fw.Write(model)
+		mw.Close()
+		req, _ := http.NewRequest("POST", ts.URL+"/", &form)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
 		for i := 0; i+1 < len(tc.hdr); i += 2 {
 			req.Header.Set(tc.hdr[i], tc.hdr[i+1])
 		}
@@ -59,7 +71,7 @@ func TestSessionCSRF(t *testing.T) {
 	}
 	resp.Body.Close()
 	// the token needs none either
-	if code, body, _ := do(t, "POST", ts.URL+loc, testToken, nil); code != http.StatusOK {
+	if code, body, _ := do(t, "POST", ts.URL+"/v1/scan?location=torch/tiny_transformer.safetensors", testToken, nil); code != http.StatusOK {
 		t.Fatalf("POST with the token: %d %s", code, body)
 	}
 }

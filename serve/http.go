@@ -103,7 +103,7 @@ func (s *Server) wrap(endpoint string, auth bool, h http.HandlerFunc) http.Handl
 			s.log.Log(r.Context(), level, "request", attrs...)
 		}()
 		if auth {
-			ok, byCookie := s.authorized(r)
+			ok, byCookie := s.authorized(r, endpoint == "viewer" || endpoint == "static")
 			if !ok {
 				s.m.rejections.WithLabelValues("unauthorized").Inc()
 				if endpoint == "viewer" && r.Method == http.MethodGet {

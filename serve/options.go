@@ -100,19 +100,20 @@ func (l *Limits) validate() error {
 type Option func(*config) error
 
 type config struct {
-	root      string
-	token     string
-	hasToken  bool
-	patterns  []*pattern
-	allow     []netip.Prefix
-	limits    Limits
-	logger    *slog.Logger
-	spoolDir  string
-	hfToken   *string
-	hfEnd     string
-	trustHTTP bool
-	hubCDN    []*pattern
-	hubCDNSet bool
+	root         string
+	token        string
+	hasToken     bool
+	patterns     []*pattern
+	allow        []netip.Prefix
+	limits       Limits
+	logger       *slog.Logger
+	spoolDir     string
+	hfToken      *string
+	hfEnd        string
+	trustHTTP    bool
+	hubCDN       []*pattern
+	hubCDNSet    bool
+	secureCookie bool
 }
 
 // WithRoot allows local paths, relative to dir and confined to it
@@ -250,4 +251,11 @@ func parseHubRedirect(s string) (*pattern, error) {
 		return nil, fmt.Errorf("hub redirect pattern %q: want an http(s) pattern", s)
 	}
 	return p, nil
+}
+
+// WithSecureCookie marks the viewer's session cookie Secure although the
+// service itself is not served over TLS: a reverse proxy terminates TLS in
+// front of it. (X-Forwarded-Proto is not trusted: any client can send it.)
+func WithSecureCookie(secure bool) Option {
+	return func(c *config) error { c.secureCookie = secure; return nil }
 }

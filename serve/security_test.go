@@ -68,7 +68,7 @@ func TestAuth(t *testing.T) {
 	}
 	resp.Body.Close()
 	// a cross-site POST with the cookie is refused
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/scan?location=torch/tiny_transformer.bin", nil)
+	req, _ := http.NewRequest("POST", ts.URL+"/", nil)
 	req.Header.Set("Origin", "http://evil.example")
 	resp, err = client.Do(req)
 	if err != nil || resp.StatusCode != http.StatusForbidden {

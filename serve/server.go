@@ -17,7 +17,6 @@ package serve
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -58,9 +57,8 @@ type Server struct {
 	draining atomic.Bool
 	endDelay chan struct{} // closed by tests to end Limits.DrainDelay early
 
-	tokenSum   [32]byte // SHA-256 of the token, compared in constant time
-	sessionSum [32]byte // SHA-256 of the viewer's session cookie value
-	session    string   // the cookie value: HMAC of the token, not the token
+	tokenSum [32]byte // SHA-256 of the token, compared in constant time
+	sessions *sessions
 }
 
 // New makes a server. Without [WithToken] every endpoint is open; the
@@ -89,10 +87,7 @@ func New(opts ...Option) (*Server, error) {
 	s.run = make(chan struct{}, c.limits.MaxConcurrent)
 	if c.hasToken {
 		s.tokenSum = sha256.Sum256([]byte(c.token))
-		mac := hmac.New(sha256.New, []byte(c.token))
-		mac.Write([]byte("safetensors serve viewer session"))
-		s.session = fmt.Sprintf("%x", mac.Sum(nil))
-		s.sessionSum = sha256.Sum256([]byte(s.session))
+		s.sessions = newSessions()
 	}
 
 	remoteBytes := s.m.bytesRead.WithLabelValues("remote")
@@ -215,10 +210,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	return nil
 }
 
-// authorized reports whether r carries the token: Authorization: Bearer,
-// or the viewer's session cookie (set by POST /login). Both compare
-// digests in constant time.
-func (s *Server) authorized(r *http.Request) (ok, byCookie bool) {
+// authorized reports whether r carries the token (Authorization:
+// Bearer, compared as a digest in constant time) or, where cookieOK (the
+// viewer's pages), a valid session cookie set by POST /login. The API
+// endpoints take the token only.
+func (s *Server) authorized(r *http.Request, cookieOK bool) (ok, byCookie bool) {
 	if !s.cfg.hasToken {
 		return true, false
 	}
@@ -230,14 +226,11 @@ func (s *Server) authorized(r *http.Request) (ok, byCookie bool) {
 		}
 		return false, false
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		sum := sha256.Sum256([]byte(c.Value))
-		return subtle.ConstantTimeCompare(sum[:], s.sessionSum[:]) == 1, true
+	if c, err := r.Cookie(sessionCookie); err == nil && cookieOK {
+		return s.sessions.valid(c.Value), true
 	}
 	return false, false
 }
-
-const sessionCookie = "safetensors_session"
 
 // acquire admits one audit: it answers 503 at once when the queue is
 // full, else waits for a running slot (or the request's end). release

@@ -296,9 +296,8 @@ func (s *Server) loginPage(w http.ResponseWriter, msg string) {
 	loginTmpl().Execute(w, msg)
 }
 
-// login checks a token posted from the login page and sets the session
-// cookie: an HMAC of the token (the token itself is never stored in the
-// browser), HttpOnly and SameSite=Strict.
+// login checks a token posted from the login page and sets a new session
+// cookie (see [sessions]: random, signed, expiring; never the token).
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.hasToken {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -312,7 +311,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.loginPage(w, "wrong token")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.session, Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, s.sessions.cookie(r.TLS != nil || s.cfg.secureCookie))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }

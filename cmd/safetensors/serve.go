@@ -18,7 +18,7 @@ func init() { register(newServeCmd) }
 
 type serveFlags struct {
 	addr, root, tokenFile, spoolDir string
-	insecure                        bool
+	insecure, secureCookie          bool
 	allowLocations, allowAddrs      []string
 	hubRedirects                    []string
 	maxUpload                       string
@@ -48,7 +48,8 @@ func newServeCmd() *cobra.Command {
 
 It binds 127.0.0.1:8080 by default. With --token-file every endpoint but
 /healthz needs "Authorization: Bearer TOKEN" (the viewer asks for the token
-once and keeps a session cookie). A non-loopback --addr is refused without a
+once and keeps a session cookie, which opens the viewer's pages only, for 12
+hours or until the service restarts). A non-loopback --addr is refused without a
 token unless --insecure.
 
 A location is read only if it matches an --allow-location pattern
@@ -97,6 +98,7 @@ writes one JSON result per version to --results; see docs/queue.md.
 	f.StringVar(&fl.root, "root", "", "serve local paths relative to `DIR`, and nothing outside it")
 	f.StringVar(&fl.tokenFile, "token-file", "", "require the bearer token in `FILE` (at least 16 characters)")
 	f.BoolVar(&fl.insecure, "insecure", false, "allow a non-loopback --addr without a token")
+	f.BoolVar(&fl.secureCookie, "secure-cookie", false, "mark the viewer's session cookie Secure: a TLS proxy is in front (X-Forwarded-Proto is not trusted)")
 	f.StringArrayVar(&fl.allowLocations, "allow-location", nil, "read remote locations matching `PATTERN` (repeatable)")
 	f.StringArrayVar(&fl.hubRedirects, "allow-hub-redirect", serve.DefaultHubRedirects, "let an allowed Hub location's redirects reach URLs matching `PATTERN` (the Hub's CDN; repeatable; replaces the default; '' for none)")
 	f.StringArrayVar(&fl.allowAddrs, "allow-address", nil, "allow connections to `CIDR` although loopback, private or link-local (repeatable)")
@@ -141,6 +143,9 @@ func runServe(cmd *cobra.Command, fl serveFlags) error {
 	}
 	opts := []serve.Option{serve.WithLimits(lim), serve.WithLogger(logger), serve.WithSpoolDir(fl.spoolDir),
 		serve.WithAllowLocations(fl.allowLocations...)}
+	if fl.secureCookie {
+		opts = append(opts, serve.WithSecureCookie(true))
+	}
 	if cmd.Flags().Changed("allow-hub-redirect") {
 		var pats []string
 		for _, p := range fl.hubRedirects {
