@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -109,7 +110,7 @@ func Check(name string) error {
 	for i := range folded {
 		for _, r := range reserved {
 			n := min(len(r), len(folded)-i)
-			if equal(folded[i:i+n], r[:n]) && (n == len(r) || i+n == len(folded)) {
+			if slices.Equal(folded[i:i+n], r[:n]) && (n == len(r) || i+n == len(folded)) {
 				where := strings.Join(r, "/")
 				switch {
 				case n < len(r):
@@ -154,18 +155,6 @@ func fold(s string) string {
 		return ".cache"
 	}
 	return s
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
