@@ -4,7 +4,6 @@ package main
 
 import (
 	"os"
-	"strings"
 
 	"github.com/gosafetensors/safetensors/cmd/safetensors/internal/clidoc"
 	"github.com/spf13/cobra"
@@ -21,11 +20,8 @@ func init() {
 			Hidden: true,
 			Args:   cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				for _, kv := range clidoc.Environment {
-					k, v, _ := strings.Cut(kv, "=")
-					if err := os.Setenv(k, v); err != nil {
-						return err
-					}
+				if err := clidoc.SetEnvironment(os.Setenv); err != nil {
+					return err
 				}
 				return clidoc.Write(newRootCmd(), args[0])
 			},

@@ -45,6 +45,18 @@ Shell completion scripts: ` + "`%[1]s completion bash|zsh|fish|powershell`" + ` 
 // tree is built, as the generator and TestCLIDocs do.
 var Environment = []string{"TMPDIR=$TMPDIR", "HOME=~", "XDG_STATE_HOME=$XDG_STATE_HOME"}
 
+// SetEnvironment sets each variable of Environment with set (os.Setenv,
+// or a test's t.Setenv).
+func SetEnvironment(set func(key, value string) error) error {
+	for _, kv := range Environment {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := set(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Pages renders the reference of root and its subcommands: file name to
 // page. The command tree is left as it was, but for cobra's help command
 // and flag, which cobra adds when it renders help.
