@@ -134,6 +134,13 @@ func (p *Plan) write(ctx context.Context, out string, w writeOptions) (*Report, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// an expanded view beyond what the checkpoint allows is refused before
+	// anything is written
+	for _, t := range p.report.Tensors {
+		if err := p.sources[t.Name].CheckView(); err != nil {
+			return nil, err
+		}
+	}
 	r, err := p.stream(ctx, out, w)
 	if err != nil {
 		return nil, err

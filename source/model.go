@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -152,7 +153,7 @@ func (o *Object) model(ctx context.Context, c *config) (*Model, error) {
 	}
 	// A checkpoint, or unknown content that may still be a pickle stream
 	// (protocols 0 and 1 have no magic).
-	ck, err := torch.NewReader(o, o.Size, o.Name)
+	ck, err := torch.NewReader(o, o.Size, o.Name, c.torch...)
 	if err != nil {
 		err = classify(o, err)
 		if o.Format == Unknown && !IsIOError(err) && !errors.Is(err, torch.ErrNotAllowed) && !errors.Is(err, torch.ErrUnsupported) {
@@ -172,7 +173,30 @@ func (o *Object) model(ctx context.Context, c *config) (*Model, error) {
 	}
 	m.Source, m.Checkpoint = cs, cs
 	m.closers = append(m.closers, o)
+	m.warnings = append(m.warnings, expandedViews(o.Name, cs)...)
 	return m, nil
+}
+
+// expandedViews warns of each tensor of cs that is an expanded view
+// (torch.Tensor.Expanded): what it stands for, and whether it may be read.
+func expandedViews(name string, cs *convert.Source) []string {
+	var out []string
+	for _, t := range cs.Report().Tensors {
+		v := cs.Checkpoint().Lookup(t.Source)
+		if v == nil || !v.Expanded() {
+			continue
+		}
+		w := fmt.Sprintf("%s: tensor %q is an expanded view (shape %v, stride %v): %d bytes of storage stand for %d bytes (%.4g times as many); ",
+			name, t.Name, v.Shape, v.Stride, v.Storage.NBytes(), v.NBytes(), float64(v.NBytes())/float64(max(v.Storage.NBytes(), 1)))
+		var e *torch.ExpandedViewError
+		if errors.As(v.CheckView(), &e) {
+			w += fmt.Sprintf("reading it is refused: the checkpoint's expanded views come to %d bytes, more than the %d allowed", e.Total, e.Allowed)
+		} else {
+			w += "it reads as a contiguous copy of that size"
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // Warnings lists what is odd but not wrong about the model: a safetensors

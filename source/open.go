@@ -12,6 +12,7 @@ import (
 
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/remote/blobstore"
+	"github.com/gosafetensors/safetensors/torch"
 )
 
 // Option configures Open and OpenModel.
@@ -23,6 +24,7 @@ type config struct {
 	subfolder string
 	hub       *remote.Hub
 	torchKey  string
+	torch     []torch.Option
 	hubCache  *string // nil: the default cache; "": none
 }
 
@@ -83,6 +85,21 @@ func WithSubfolder(dir string) Option {
 // "state_dict", "model") as the model, as convert --key does.
 func WithCheckpointKey(key string) Option {
 	return func(c *config) error { c.torchKey = key; return nil }
+}
+
+// WithTorch passes options to torch.NewReader for the PyTorch checkpoints
+// opened (torch.WithExpandedViews, torch.WithLimits); an invalid one is an
+// error wrapping ErrOption.
+func WithTorch(opts ...torch.Option) Option {
+	return func(c *config) error {
+		for _, o := range opts {
+			if o == nil {
+				return errors.New("source: WithTorch: nil torch.Option")
+			}
+		}
+		c.torch = append(c.torch, opts...)
+		return nil
+	}
 }
 
 // Kind of location, from its spelling.

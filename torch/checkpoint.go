@@ -116,6 +116,7 @@ func newReader(r io.ReaderAt, size int64, name string, lim *Limits) (c *Checkpoi
 	for _, s := range c.storages {
 		s.path = name
 	}
+	c.setExpansion(size, lim.expandViews)
 	if c.deferred != nil {
 		c.deferred.name = name
 	}

@@ -35,6 +35,8 @@ type Limits struct {
 	inflateLeft *int64
 	// userAllow holds the globals WithAllow allowed (nil: none).
 	userAllow map[string]bool
+	// expandViews is what WithExpandedViews allowed (0: none).
+	expandViews int64
 }
 
 // inflateRatio bounds the bytes inflated from a compressed pickle record

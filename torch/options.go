@@ -24,6 +24,7 @@ type Option func(*options) error
 type options struct {
 	limits Limits
 	allow  map[string]bool
+	expand int64
 }
 
 // WithLimits replaces the resource caps ([DefaultLimits] by default). Every
@@ -54,7 +55,29 @@ func buildOptions(opts []Option) (options, error) {
 		}
 	}
 	o.limits.userAllow = o.allow
+	o.limits.expandViews = o.expand
 	return o, nil
+}
+
+// WithExpandedViews lets the checkpoint's expanded views ([Tensor.Expanded]:
+// a contiguous form larger than the storage, as torch's expand makes) be
+// read while they come to at most maxBytes in all (their contiguous sizes
+// added up), or with [ExpandedViewsProportional] 64 times the
+// checkpoint's size or 64 MiB, whichever is more, instead of the
+// checkpoint's own size. Beyond that, reading one (Tensor.WriteTo,
+// View, and so every command that reads tensor bytes) is an
+// [*ExpandedViewError]: a few bytes of storage can stand for terabytes of
+// output, which torch itself never materialises. Inspecting (names,
+// shapes, sizes) needs no option. maxBytes must be at least 1 or
+// ExpandedViewsProportional.
+func WithExpandedViews(maxBytes int64) Option {
+	return func(o *options) error {
+		if maxBytes < 1 && maxBytes != ExpandedViewsProportional {
+			return fmt.Errorf("%w: WithExpandedViews(%d): want at least 1 byte, or ExpandedViewsProportional (-1)", ErrOption, maxBytes)
+		}
+		o.expand = maxBytes
+		return nil
+	}
 }
 
 // WithAllow allows globals beyond the allowlist, each named module.name as

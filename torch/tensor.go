@@ -23,6 +23,7 @@ type Tensor struct {
 
 	itemSize  int
 	maxBuffer int64
+	expand    *expansion // the checkpoint's expanded views, for an expanded one
 }
 
 // Storage is one storage record: the raw bytes of data/<key> in a zip
@@ -191,7 +192,9 @@ func (t *Tensor) ContiguousSection() (sec *io.SectionReader, ok bool) {
 }
 
 // WriteTo writes the tensor's elements in C-contiguous little-endian order
-// (the safetensors bytes). Contiguous views are one copy from the file;
+// (the safetensors bytes); an expanded view the checkpoint does not allow
+// is an [*ExpandedViewError], before anything is written (see
+// [WithExpandedViews]). Contiguous views are one copy from the file;
 // strided views (transposes, channels_last, expand, as_strided) are gathered
 // through a buffer of at most the span of storage they touch, capped by
 // Limits.MaxViewBuffer (beyond that, a few-MiB sliding window is used). The
@@ -214,6 +217,9 @@ func (t *Tensor) WriteToBuffer(w io.Writer, maxBuffer int64) (int64, error) {
 	// header before any byte is written, its end (the data descriptor,
 	// which follows the data) after them, so that the record is read in
 	// stream order.
+	if err := t.checkExpansion(); err != nil {
+		return 0, err
+	}
 	s := t.Storage
 	if err := s.checkHead(); err != nil {
 		return 0, err

@@ -1,8 +1,11 @@
 package torch
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sync"
 
 	"github.com/gosafetensors/safetensors"
@@ -21,7 +24,9 @@ const verifyMax = 256 << 20
 // little-endian order — the bytes its safetensors form holds — without
 // materialising the view: a read touches only the storage bytes it needs. A
 // zero-stride view of four floats standing for 2^28 elements costs 16 bytes
-// of memory, whatever is read from it.
+// of memory, whatever is read from it; but reading such an expanded view
+// ([Tensor.Expanded]) at all is refused unless the checkpoint allows it
+// ([WithExpandedViews]).
 //
 // A View is an io.ReaderAt over [0, NBytes) and a safetensors.Streamer, so
 // safetensors.NewTensor(info, view, name) serves it like a tensor of a
@@ -85,6 +90,10 @@ func (v *View) check() error {
 	v.once.Do(func() {
 		t := v.t
 		s := t.Storage
+		if err := t.checkExpansion(); err != nil {
+			v.err = err
+			return
+		}
 		if err := s.Check(); err != nil {
 			v.err = err
 			return
@@ -187,4 +196,129 @@ func (v *View) gatherAt(p []byte, off int64) error {
 		}
 	}
 	return nil
+}
+
+// ErrExpandedView is wrapped, with [ErrLimit], by the error of reading an
+// expanded view (see [Tensor.Expanded]) of a checkpoint whose expanded
+// views come to more than it allows: an [*ExpandedViewError].
+var ErrExpandedView = errors.New("expanded view")
+
+// ExpandedViewError is the refusal to materialise an expanded view: a
+// tensor whose contiguous form is larger than its storage, so that stored
+// elements stand for many (torch's expand, a zero or overlapping stride).
+// torch loads such a view as a view and spends no memory on it; its
+// safetensors form, which every command reads, repeats the elements: a
+// 518-byte file can stand for 256 GiB. A checkpoint's expanded views may
+// therefore be read only while they come, all together, to at most the
+// checkpoint's own size (so that what is read stays within twice what the
+// file holds), or to what [WithExpandedViews] allows.
+type ExpandedViewError struct {
+	Path         string  // the checkpoint
+	Tensor       string  // the entry name
+	Shape        []int64 // the view
+	Stride       []int64
+	Storage      string // the storage's key
+	StorageBytes int64  // what the storage holds
+	Bytes        int64  // the view's contiguous form
+	// Total is the contiguous size of all the checkpoint's expanded views
+	// together; Allowed what may be read: the checkpoint's size, or what
+	// WithExpandedViews allowed (OptIn).
+	Total, Allowed int64
+	OptIn          bool
+}
+
+// Factor is how many times its storage's bytes the view's contiguous form
+// is.
+func (e *ExpandedViewError) Factor() float64 {
+	return float64(e.Bytes) / float64(max(e.StorageBytes, 1))
+}
+
+func (e *ExpandedViewError) Error() string {
+	msg := fmt.Sprintf("%s: tensor %q: an expanded view (shape %v, stride %v): %d bytes of storage %q stand for %d bytes, %.4g times as many; ",
+		e.Path, e.Tensor, e.Shape, e.Stride, e.StorageBytes, e.Storage, e.Bytes, e.Factor())
+	if e.OptIn {
+		return msg + fmt.Sprintf("the checkpoint's expanded views come to %d bytes, more than the %d allowed", e.Total, e.Allowed)
+	}
+	return msg + fmt.Sprintf("the checkpoint's expanded views come to %d bytes, more than its own size (%d bytes), so materialising them is refused unless allowed (torch.WithExpandedViews)", e.Total, e.Allowed)
+}
+
+// Unwrap returns ErrExpandedView and ErrLimit.
+func (e *ExpandedViewError) Unwrap() []error { return []error{ErrExpandedView, ErrLimit} }
+
+// Expanded reports whether the tensor is an expanded view: its contiguous
+// form (NBytes) is larger than its storage (Storage.NBytes), which only
+// overlapping strides make possible (expand, a stride of 0, as_strided).
+// Reading one is refused when the checkpoint's expanded views come to more
+// than it allows: see [ExpandedViewError] and [WithExpandedViews]. A view
+// that overlaps itself but is no larger than its storage reads as any
+// other.
+func (t *Tensor) Expanded() bool { return t.NBytes() > t.Storage.NBytes() }
+
+// expansion is what a checkpoint's expanded views come to, and what may be
+// read of them.
+type expansion struct {
+	total, allowed int64
+	optIn          bool
+}
+
+// Expansion allowances, see WithExpandedViews.
+const (
+	// ExpandedViewsProportional, given to WithExpandedViews, allows a
+	// checkpoint's expanded views to come to 64 times the checkpoint's
+	// size, or 64 MiB, whichever is more.
+	ExpandedViewsProportional = -1
+	expansionRatio            = 64
+	minExpansion              = 64 << 20
+)
+
+// setExpansion records, in every expanded view of c (a size-byte file),
+// what they come to and what may be read: optIn is WithExpandedViews'
+// argument (0: without it, the file's size).
+func (c *Checkpoint) setExpansion(size, optIn int64) {
+	e := &expansion{allowed: max(size, 0), optIn: optIn != 0}
+	switch {
+	case optIn == ExpandedViewsProportional && size > math.MaxInt64/expansionRatio:
+		e.allowed = math.MaxInt64
+	case optIn == ExpandedViewsProportional:
+		e.allowed = max(expansionRatio*size, minExpansion)
+	case optIn > 0:
+		e.allowed = optIn
+	}
+	for _, t := range c.tensors {
+		if t.Expanded() {
+			e.total = satAdd(e.total, t.NBytes())
+			t.expand = e
+		}
+	}
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// CheckView returns the error reading the tensor's bytes would give
+// because it is an expanded view beyond what the checkpoint allows (an
+// [*ExpandedViewError]), and nil for any other tensor: a writer checks
+// every tensor before it writes anything.
+func (t *Tensor) CheckView() error { return t.checkExpansion() }
+
+// checkExpansion refuses to materialise an expanded view beyond what the
+// checkpoint allows (nil for any other tensor). A tensor that is not part
+// of an opened checkpoint allows none.
+func (t *Tensor) checkExpansion() error {
+	if !t.Expanded() {
+		return nil
+	}
+	e := t.expand
+	if e == nil {
+		e = &expansion{total: t.NBytes()}
+	}
+	if e.total <= e.allowed {
+		return nil
+	}
+	return &ExpandedViewError{Path: t.Storage.path, Tensor: t.Name, Shape: slices.Clone(t.Shape), Stride: slices.Clone(t.Stride),
+		Storage: t.Storage.Key, StorageBytes: t.Storage.NBytes(), Bytes: t.NBytes(), Total: e.total, Allowed: e.allowed, OptIn: e.optIn}
 }

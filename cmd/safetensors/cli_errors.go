@@ -41,7 +41,17 @@ func exitFor(err error) error {
 	if errors.As(err, &ee) {
 		return err
 	}
-	return &exitError{Code: exitCode(err), Err: err}
+	return &exitError{Code: exitCode(err), Err: withViewHint(err)}
+}
+
+// withViewHint leads the refusal to materialise an expanded view of a
+// PyTorch checkpoint (torch.ErrExpandedView) with what the user can do.
+func withViewHint(err error) error {
+	if !errors.Is(err, torch.ErrExpandedView) {
+		return err
+	}
+	return &hintError{err: err, hint: "a tensor of this checkpoint is an expanded view (a few stored bytes standing for many) beyond what the file holds; " +
+		"--expand-views reads up to 64x the checkpoint's size or 64MiB of them, --expand-views=SIZE up to SIZE"}
 }
 
 // exitCode is the status exitFor gives err.

@@ -96,7 +96,7 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 	if err := checkAllowFlag(fl.allow); err != nil {
 		return err
 	}
-	var readOpts []torch.Option // for a checkpoint opened here; Dir opens its own
+	readOpts := torchOptions(ctx) // for a checkpoint opened here; Dir opens its own
 	if len(fl.allow) > 0 {
 		readOpts = append(readOpts, torch.WithAllow(fl.allow...))
 	}
@@ -118,6 +118,9 @@ func runConvert(cmd *cobra.Command, stdout, stderr io.Writer, in, out string, fl
 		}
 		if len(fl.allow) > 0 {
 			plan = append(plan, convert.WithAllow(fl.allow...))
+		}
+		if topts := torchOptions(ctx); len(topts) > 0 {
+			plan = append(plan, convert.WithReaderOptions(topts...))
 		}
 		return convertDir(ctx, stdout, stderr, in, out, append(asOptions(plan), asOptions(write)...), fl.json)
 	case source.Safetensors, source.Compressed, source.Index:

@@ -120,7 +120,7 @@ func runDiff(cmd *cobra.Command, fileA, fileB string, fl diffFlags) error {
 		return usageError("%v", err)
 	}
 	if err != nil {
-		return &exitError{Code: exitNoCheck, Err: err}
+		return &exitError{Code: exitNoCheck, Err: withViewHint(err)}
 	}
 	equal := r.TensorsEqual() && (fl.ignoreMeta || r.Meta.Equal())
 	w := cmd.OutOrStdout()
