@@ -19,6 +19,7 @@ func eagerOpen(b []byte, name string) (*Checkpoint, error) {
 	if c == nil || rep.Verdict() != VerdictClean {
 		return nil, withPath(rep.refusal(), name)
 	}
+	c.setExpansion(int64(len(b)), 0) // as newReader does
 	return c, nil
 }
 
