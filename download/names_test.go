@@ -130,3 +130,23 @@ func TestNameCollisions(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsafeHTTPShardNames: the shards an HTTP directory's index names
+// are names the server chose: the same rule.
+func TestUnsafeHTTPShardNames(t *testing.T) {
+	for _, shard := range []string{".git", "GIT~1", ".cache"} {
+		idx := `{"weight_map": {"a": "` + shard + `"}}`
+		s, err := pacedserver.Start(pacedserver.Config{}, map[string]pacedserver.File{
+			"/m/model.safetensors.index.json": {Content: strings.NewReader(idx), Size: int64(len(idx)), ETag: `"i"`},
+			"/m/" + shard:                     {Content: strings.NewReader("gitdir: /elsewhere\n"), Size: 19, ETag: `"g"`},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		cfg := gitDir(t, dir)
+		_, err = Download(context.Background(), s.URL+"/m/", WithLocalDir(dir))
+		s.Close()
+		checkRefused(t, err, shard, dir, cfg)
+	}
+}
