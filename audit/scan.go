@@ -272,7 +272,7 @@ func recoverScan(r **ScanReport, loc string) {
 // unjudged reports whether err kept a file from being judged: an I/O
 // error, or a bug (a recovered panic).
 func unjudged(err error) bool {
-	return source.IsIOError(err) || errors.Is(err, bug.ErrInternal)
+	return source.IsIOError(err) || errors.Is(err, bug.ErrInternal) || errors.Is(err, source.ErrHeaderLimit)
 }
 
 // notEveryByte says a read of loc failed part-way, so that what was not

@@ -18,8 +18,8 @@ import (
 
 // originalSize parses the safetensors header at the start of the original
 // bytes (read through r) and returns the size of the file it describes.
-func originalSize(r io.Reader) (int64, error) {
-	h, err := safetensors.ReadHeader(r)
+func originalSize(r io.Reader, opts ...safetensors.Option) (int64, error) {
+	h, err := safetensors.ReadHeader(r, opts...)
 	if err != nil {
 		return 0, &Error{Frame: -1, Offset: -1, Msg: "the decompressed bytes do not start with a valid safetensors header", Err: ErrCorrupt, Cause: err}
 	}

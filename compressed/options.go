@@ -41,6 +41,7 @@ type config struct {
 	overwrite   bool
 	maxSize     int64 // -1: no limit
 	maxFrames   int64
+	maxHeader   int64 // 0: safetensors.DefaultMaxHeaderSize
 	given       given // options given that not every function takes
 }
 
@@ -335,6 +336,22 @@ func WithMaxFrames(n int64) ReadOption {
 			return optErr("max frames %d out of range 1..%d", n, int64(maxSeekEntries))
 		}
 		o.maxFrames = n
+		return nil
+	})
+}
+
+// WithMaxHeaderSize caps the original's safetensors header, which
+// [NewReaderAt] parses to check the original's size (default
+// safetensors.DefaultMaxHeaderSize): a header claiming more is refused
+// from its 8-byte length, with an error wrapping
+// safetensors.ErrHeaderTooLarge, before it is decompressed. A service
+// bounds with it what a small upload may cost to parse.
+func WithMaxHeaderSize(n int64) ReadOption {
+	return readOption(func(o *config) error {
+		if n < 1 {
+			return optErr("max header size %d: want at least 1", n)
+		}
+		o.maxHeader = n
 		return nil
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/internal/fault"
 	"github.com/gosafetensors/safetensors/internal/mmap"
 	"github.com/klauspost/compress/zstd"
@@ -142,7 +143,11 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 		// The original's header says how long it is; frames missing at the
 		// end (with their seek table entries) leave a consistent table.
 		// (The grouped index was checked against its header already.)
-		want, err := originalSize(io.NewSectionReader(ra, 0, ra.size))
+		var hopts []safetensors.Option
+		if c.maxHeader > 0 {
+			hopts = append(hopts, safetensors.WithMaxHeaderSize(c.maxHeader))
+		}
+		want, err := originalSize(io.NewSectionReader(ra, 0, ra.size), hopts...)
 		if err == nil && want != ra.size {
 			err = incomplete(f, ra.size, want)
 		}

@@ -107,6 +107,8 @@ func modelErrorStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrForbiddenAddress):
 		return http.StatusForbidden
+	case errors.Is(err, source.ErrHeaderLimit):
+		return http.StatusRequestEntityTooLarge
 	case source.IsIOError(err):
 		return http.StatusBadGateway
 	}

@@ -27,6 +27,13 @@ type Limits struct {
 	MaxConcurrent    int           // audits running at once
 	MaxQueued        int           // audits waiting for a slot; past that, 503 with Retry-After
 	AuditTimeout     time.Duration // one audit, from admission to the last report
+	// MaxModelHeader bounds a safetensors header (decompressed, for a
+	// compressed file; each shard's, for a sharded model), checked from
+	// its 8-byte length before it is read: parsing costs about 10 times
+	// the header in memory, and a few MB of compressed upload can carry a
+	// 100 MB header. Past it: 413 from /v1/inspect, verdict error from
+	// /v1/scan.
+	MaxModelHeader int64
 	// Scan bounds the work and memory of the checkpoint scanner on one
 	// file (the pickle machine's caps).
 	Scan torch.Limits
@@ -56,6 +63,11 @@ type Limits struct {
 	DrainTimeout time.Duration
 }
 
+// DefaultMaxModelHeader is [Limits.MaxModelHeader]'s default, 16 MiB:
+// about 100,000 tensors in one file (real models' headers are a few
+// hundred KiB per shard), about 160 MB of memory to parse.
+const DefaultMaxModelHeader = 16 << 20
+
 // DefaultLimits returns the limits New uses without [WithLimits].
 func DefaultLimits() Limits {
 	return Limits{
@@ -64,6 +76,7 @@ func DefaultLimits() Limits {
 		MaxConcurrent:     4,
 		MaxQueued:         32,
 		AuditTimeout:      5 * time.Minute,
+		MaxModelHeader:    DefaultMaxModelHeader,
 		Scan:              torch.DefaultLimits(),
 		ReadHeaderTimeout: 10 * time.Second,
 		BodyIdleTimeout:   30 * time.Second,
@@ -80,7 +93,7 @@ func (l *Limits) validate() error {
 	for name, v := range map[string]int64{
 		"MaxUploadBytes": l.MaxUploadBytes, "MaxJSONBodyBytes": l.MaxJSONBodyBytes,
 		"MaxConcurrent": int64(l.MaxConcurrent), "MaxQueued": int64(l.MaxQueued),
-		"AuditTimeout": int64(l.AuditTimeout), "ReadHeaderTimeout": int64(l.ReadHeaderTimeout),
+		"AuditTimeout": int64(l.AuditTimeout), "MaxModelHeader": l.MaxModelHeader, "ReadHeaderTimeout": int64(l.ReadHeaderTimeout),
 		"BodyIdleTimeout": int64(l.BodyIdleTimeout), "MinUploadRate": l.MinUploadRate,
 		"WriteIdleTimeout": int64(l.WriteIdleTimeout), "IdleTimeout": int64(l.IdleTimeout),
 		"MaxHeaderBytes": int64(l.MaxHeaderBytes), "DrainTimeout": int64(l.DrainTimeout),

@@ -121,7 +121,8 @@ func New(opts ...Option) (*Server, error) {
 	if s.pool, err = blobstore.NewPool(); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s.srcOpts = []source.Option{source.WithRemote(ropts...), source.WithHub(hub), source.WithBlob(blobstore.WithPool(s.pool))}
+	s.srcOpts = []source.Option{source.WithRemote(ropts...), source.WithHub(hub), source.WithBlob(blobstore.WithPool(s.pool)),
+		source.WithMaxHeaderSize(c.limits.MaxModelHeader)}
 	localBytes := s.m.bytesRead.WithLabelValues("local")
 	s.auditOpts = []audit.Option{
 		audit.WithSource(s.srcOpts...),

@@ -121,9 +121,9 @@ func (o *Object) model(ctx context.Context, c *config) (*Model, error) {
 	case Directory:
 		return openDir(ctx, o.Name, c)
 	case Safetensors:
-		r, err := o.safetensors()
+		r, err := o.safetensors(c)
 		if err != nil {
-			return nil, classify(o, err)
+			return nil, classify(o, c.headerLimit(err))
 		}
 		m.Source, m.File = r, r
 		if o.file == nil {
@@ -138,13 +138,13 @@ func (o *Object) model(ctx context.Context, c *config) (*Model, error) {
 	case Compressed:
 		// through the decompressor registered with the root package, as
 		// safetensors.Open would read it
-		ra, n, err := o.container.Open(o, o.Size, o.Name)
+		ra, n, err := o.openContainer(c)
 		if err != nil {
-			return nil, classify(o, err)
+			return nil, classify(o, c.headerLimit(err))
 		}
-		r, err := safetensors.NewReader(ra, n, safetensors.WithName(o.Name), safetensors.WithoutDecompression())
+		r, err := safetensors.NewReader(ra, n, c.headerOptions(o.Name)...)
 		if err != nil {
-			return nil, classify(o, err)
+			return nil, classify(o, c.headerLimit(err))
 		}
 		m.Source, m.File = r, r
 		m.Compressed, _ = ra.(*compressed.ReaderAt)
@@ -213,19 +213,36 @@ func (m *Model) Warnings() []string {
 	return append(out, m.warnings...)
 }
 
+// openContainer opens a Compressed object's original: through the
+// decompressor registered with the root package, or, when the caller
+// bounds the header, through compressed.NewReaderAt with that bound, which
+// the registry's Open cannot pass (the container parses the original's
+// header to check its size: a few KiB of container may hold a 100 MB
+// header).
+func (o *Object) openContainer(c *config) (io.ReaderAt, int64, error) {
+	if c.maxHeader <= 0 {
+		return o.container.Open(o, o.Size, o.Name)
+	}
+	ra, err := compressed.NewReaderAt(o, o.Size, compressed.WithName(o.Name), compressed.WithMaxHeaderSize(c.maxHeader))
+	if err != nil {
+		return nil, 0, err
+	}
+	return ra, ra.Size(), nil
+}
+
 // safetensors reads the object's header: a local file is mapped (the
 // *File then owns the descriptor). The object was detected as not
 // compressed already, so the root package does not probe again.
-func (o *Object) safetensors() (*safetensors.Reader, error) {
+func (o *Object) safetensors(c *config) (*safetensors.Reader, error) {
 	if o.file != nil {
-		f, err := safetensors.NewFile(o.file, safetensors.WithName(o.Name), safetensors.WithoutDecompression())
+		f, err := safetensors.NewFile(o.file, c.headerOptions(o.Name)...)
 		if err != nil {
 			return nil, err
 		}
 		o.closer = nil // f closes the descriptor
 		return &f.Reader, nil
 	}
-	return safetensors.NewReader(o, o.Size, safetensors.WithName(o.Name), safetensors.WithoutDecompression())
+	return safetensors.NewReader(o, o.Size, c.headerOptions(o.Name)...)
 }
 
 // TensorFile returns the local file holding the named tensor and the

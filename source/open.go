@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gosafetensors/safetensors"
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/remote/blobstore"
 	"github.com/gosafetensors/safetensors/torch"
@@ -26,6 +27,7 @@ type config struct {
 	torchKey  string
 	torch     []torch.Option
 	hubCache  *string // nil: the default cache; "": none
+	maxHeader int64   // 0: safetensors.DefaultMaxHeaderSize
 }
 
 func buildConfig(opts []Option) (config, error) {
@@ -48,6 +50,43 @@ func buildConfig(opts []Option) (config, error) {
 // (ErrOption).
 func WithRemote(opts ...remote.Option) Option {
 	return func(c *config) error { c.remote = append(c.remote, opts...); return nil }
+}
+
+// ErrHeaderLimit is wrapped by the error of a safetensors header (plain,
+// compressed, or an index's shard) longer than [WithMaxHeaderSize] allows:
+// the file was not judged, a service's bound on what one input may cost.
+var ErrHeaderLimit = errors.New("source: safetensors header larger than the limit")
+
+// WithMaxHeaderSize bounds the safetensors header a model may have, in
+// bytes (decompressed, for a compressed file), checked from the 8-byte
+// length before the header is read: parsing a header costs memory in
+// proportion to it (about 10 times its length), whatever the file's size on
+// the wire. The default is safetensors.DefaultMaxHeaderSize.
+func WithMaxHeaderSize(n int64) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("source: WithMaxHeaderSize(%d): want at least 1", n)
+		}
+		c.maxHeader = n
+		return nil
+	}
+}
+
+// headerOptions are the safetensors reader's options for c.
+func (c *config) headerOptions(name string) []safetensors.Option {
+	opts := []safetensors.Option{safetensors.WithName(name), safetensors.WithoutDecompression()}
+	if c.maxHeader > 0 {
+		opts = append(opts, safetensors.WithMaxHeaderSize(c.maxHeader))
+	}
+	return opts
+}
+
+// headerLimit marks a header past the caller's limit.
+func (c *config) headerLimit(err error) error {
+	if c.maxHeader > 0 && errors.Is(err, safetensors.ErrHeaderTooLarge) {
+		return fmt.Errorf("%w (%d bytes): %w", ErrHeaderLimit, c.maxHeader, err)
+	}
+	return err
 }
 
 // WithBlob passes options to object-storage readers.

@@ -21,7 +21,7 @@ type serveFlags struct {
 	insecure, secureCookie          bool
 	allowLocations, allowAddrs      []string
 	hubRedirects                    []string
-	maxUpload                       string
+	maxUpload, maxHeader            string
 	maxConcurrent, maxQueued        int
 	auditTimeout, drainTimeout      time.Duration
 	drainDelay                      time.Duration
@@ -104,6 +104,7 @@ writes one JSON result per version to --results; see docs/queue.md.
 	f.StringArrayVar(&fl.allowAddrs, "allow-address", nil, "allow connections to `CIDR` although loopback, private or link-local (repeatable)")
 	f.StringVar(&fl.spoolDir, "spool-dir", os.TempDir(), "spool uploads in `DIR`")
 	f.StringVar(&fl.maxUpload, "max-upload", "8GiB", "largest upload accepted (`SIZE`)")
+	f.StringVar(&fl.maxHeader, "max-header", "16MiB", "largest safetensors header an audit reads (`SIZE`, decompressed; parsing costs about 10x in memory)")
 	f.IntVar(&fl.maxConcurrent, "max-concurrent", def.MaxConcurrent, "audits running at once")
 	f.IntVar(&fl.maxQueued, "max-queued", def.MaxQueued, "audits waiting for a slot before the service answers 503")
 	f.DurationVar(&fl.auditTimeout, "audit-timeout", def.AuditTimeout, "time one audit may take")
@@ -132,6 +133,9 @@ func runServe(cmd *cobra.Command, fl serveFlags) error {
 		return usageError("--max-upload %q: want a size such as 512MiB", fl.maxUpload)
 	}
 	lim.MaxUploadBytes, lim.MaxConcurrent, lim.MaxQueued = n, fl.maxConcurrent, fl.maxQueued
+	if lim.MaxModelHeader, err = parseSize(fl.maxHeader); err != nil || lim.MaxModelHeader < 1 {
+		return usageError("--max-header %q: want a size such as 16MiB", fl.maxHeader)
+	}
 	lim.AuditTimeout, lim.DrainTimeout = fl.auditTimeout, fl.drainTimeout
 	if fl.drainDelay < 0 {
 		return usageError("--drain-delay %v: want 0 or more", fl.drainDelay)
