@@ -98,7 +98,11 @@ func readTensor(url string, opts ...Option) ([]byte, error) {
 // it (the caller's decision); a validator the server did send still counts.
 func TestNoValidatorRefused(t *testing.T) {
 	a, b := twoModels(t)
-	recent := func(int) time.Time { return time.Now() }
+	// One instant for both objects: "replaced within the same second"
+	// (time.Now() per request once crossed a second under load, and the
+	// trusted read's If-Unmodified-Since then failed).
+	now := time.Now()
+	recent := func(int) time.Time { return now }
 	old := func(int) time.Time { return time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC) }
 	weak := func(h http.Header, n int) { h.Set("ETag", `W/"same"`) }
 	for _, c := range []struct {
