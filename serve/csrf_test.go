@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"mime/multipart"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"testing"
 
@@ -19,12 +18,7 @@ import (
 // the bearer token needs no such headers.
 func TestSessionCSRF(t *testing.T) {
 	ts := start(t, serve.WithToken(testToken), serve.WithRoot(rootDir(t)))
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.PostForm(ts.URL+"/login", map[string][]string{"token": {testToken}})
-	if err != nil || resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("login: %v %v", err, resp.Status)
-	}
+	session := login(t, ts)
 	model, err := os.ReadFile("../testdata/torch/tiny_transformer.safetensors")
 	if err != nil {
 		t.Fatal(err)
@@ -52,10 +46,11 @@ func TestSessionCSRF(t *testing.T) {
 		mw.Close()
 		req, _ := http.NewRequest("POST", ts.URL+"/", &form)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.AddCookie(session)
 		for i := 0; i+1 < len(tc.hdr); i += 2 {
 			req.Header.Set(tc.hdr[i], tc.hdr[i+1])
 		}
-		resp, err := client.Do(req)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +60,9 @@ func TestSessionCSRF(t *testing.T) {
 		}
 	}
 	// a GET with the cookie needs no header (a link to the viewer)
-	resp, err = client.Get(ts.URL + "/?location=torch/tiny_transformer.safetensors")
+	req, _ := http.NewRequest("GET", ts.URL+"/?location=torch/tiny_transformer.safetensors", nil)
+	req.AddCookie(session)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET with the session cookie: %v %v", err, resp.Status)
 	}
