@@ -210,10 +210,14 @@ func (c *config) scanObject(ctx context.Context, loc string, o *source.Object) (
 		}
 		m, err := o.Model(ctx, c.source...)
 		if err == nil {
+			err = verifyContainer(ctx, m)
 			m.Source.Close()
-		} else if unjudged(err) {
+		}
+		switch {
+		case err == nil:
+		case unjudged(err):
 			return r.fail(err)
-		} else {
+		default:
 			modelErr = err
 			r.Problems = append(r.Problems, r.problemLines(err)...)
 		}

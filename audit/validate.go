@@ -9,6 +9,7 @@ import (
 	"iter"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/compressed"
 	"github.com/gosafetensors/safetensors/internal/bug"
 	"github.com/gosafetensors/safetensors/internal/fault"
 	"github.com/gosafetensors/safetensors/internal/redact"
@@ -146,6 +147,9 @@ func (c *config) validateObject(ctx context.Context, r *ValidateReport, o *sourc
 		}
 		o = nil // the model owns it
 		defer m.Close()
+		if err := verifyContainer(ctx, m); err != nil {
+			return r.setError(err)
+		}
 		if m.File != nil {
 			rd = m.File
 			break
@@ -211,6 +215,19 @@ func (c *config) validateObject(ctx context.Context, r *ValidateReport, o *sourc
 	return r
 }
 
+// verifyContainer checks a compressed file's whole container
+// (compressed.ReaderAt.Verify: the frames against the seek table, then
+// every frame decompressed against its size and checksum), for a verdict
+// must not contradict what a read of the data will say, and only
+// decompression tells a swapped, duplicated or corrupted frame whose sizes
+// fit. It costs about what `zstd -t` does (docs/compressed.md).
+func verifyContainer(ctx context.Context, m *source.Model) error {
+	if m.Compressed == nil {
+		return nil
+	}
+	return m.Compressed.Verify(ctx)
+}
+
 // setError records an error: unreadable for I/O failures, invalid (with the
 // reference's variant, the tensor, the offset and a hint) for the rest.
 func (r *ValidateReport) setError(err error) *ValidateReport {
@@ -232,6 +249,10 @@ func (r *ValidateReport) setError(err error) *ValidateReport {
 		if fe.Offset >= 0 {
 			r.Offset = ptr(fe.Offset)
 		}
+	}
+	var ce *compressed.Error
+	if r.Offset == nil && errors.As(err, &ce) && ce.Offset >= 0 {
+		r.Offset = ptr(ce.Offset) // in the compressed file
 	}
 	if h := source.Hint(err); h != "" {
 		r.Hint = ptr(h)

@@ -162,6 +162,9 @@ func decodeLZ4Frame(dst, comp []byte, base int64, sum uint32, hasSum bool) error
 	if err := exactlyOneFrame(LZ4Seekable, comp, base); err != nil {
 		return err
 	}
+	if err := sizeMatches(LZ4Seekable, bytesPeeker(comp, base), base, base+int64(len(comp)), int64(len(dst))); err != nil {
+		return err
+	}
 	zr := lz4Readers.Get().(*lz4.Reader)
 	defer lz4Readers.Put(zr)
 	zr.Reset(bytes.NewReader(comp))

@@ -2,6 +2,7 @@ package compressed
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -259,6 +260,8 @@ func craftedCompressed(t testing.TB) []craftedEntry {
 				Attack: "a seek table entry points at a complete frame hidden in the raw block of another frame: it decodes and matches its checksum on its own, but the frames read in sequence never contain it", data: hidden},
 			craftedEntry{Name: p + "cut_at_frame_boundary.safetensors" + c.ext, Class: "truncated", MadeBy: by, Error: "corrupt", ToolRestores: true, NotSeekable: true,
 				Attack: "cut after the frame of tensor a: the seek table is gone, what is left is a valid stream of a prefix of the file", data: cutAtFrame(t, comp, 1)},
+			craftedEntry{Name: p + "sizes_shifted.safetensors" + c.ext, Class: "out-of-place", MadeBy: by, Error: "corrupt", ToolRestores: true,
+				Attack: "the seek table's decompressed sizes of the frames of a and b shifted by 8 bytes (a longer, b shorter, the total kept): the frames are as written, their positions in the original are not", data: shiftSizes(t, comp, 1, 2, -8)},
 			craftedEntry{Name: p + "last_frame_dropped.safetensors" + c.ext, Class: "truncated", MadeBy: by, Error: "corrupt", ToolRestores: true,
 				Attack: "the last frame and its seek table entry removed: the table is consistent, the original's header describes more bytes", data: dropLastFrame(t, comp)},
 		)
@@ -272,10 +275,38 @@ func craftedCompressed(t testing.TB) []craftedEntry {
 	out = append(out,
 		craftedEntry{Name: "grouped_chunks_swapped.grouped.safetensors", Class: "out-of-place", MadeBy: by, Error: "checksum",
 			Attack: "the chunk tensors of a and b renamed into each other's place (chunk 000000 <-> 000001): both intact, each in the other's position", data: swapChunkNames(t, g)},
+		craftedEntry{Name: "grouped_chunk_byte_flipped.grouped.safetensors", Class: "corrupted", MadeBy: by, Error: "checksum",
+			Attack: "one byte of chunk 000000's payload flipped: the container and its index are intact, only the chunk's checksum tells", data: flipChunkByte(t, g)},
 		craftedEntry{Name: "grouped_last_chunk_dropped.grouped.safetensors", Class: "truncated", MadeBy: by, Error: "corrupt",
 			Attack: "the last chunk removed with its tensor entry and chunk index entry: the container is consistent, the original header describes more bytes", data: dropLastChunk(t, g)},
 	)
 	return out
+}
+
+// shiftSizes moves d bytes of decompressed size from seek table entry i to
+// entry j, keeping the total, the frames and the checksums as written.
+func shiftSizes(t testing.TB, comp []byte, i, j int, d int64) []byte {
+	fs := mustTable(t, comp)
+	fs[i].ulen -= d
+	fs[j].ulen += d
+	return appendSeekTable(bytes.Clone(comp[:fs[len(fs)-1].coff+fs[len(fs)-1].clen]), fs, true)
+}
+
+// flipChunkByte flips one byte in the middle of chunk 000000's payload.
+func flipChunkByte(t testing.TB, g []byte) []byte {
+	sr, err := safetensors.NewReader(bytes.NewReader(g), int64(len(g)), safetensors.WithoutDecompression())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range sr.Tensors {
+		if strings.HasPrefix(tn.Name, "000000/") {
+			out := bytes.Clone(g)
+			out[sr.DataOffset()+tn.DataOffsets[0]+(tn.DataOffsets[1]-tn.DataOffsets[0])/2] ^= 0x10
+			return out
+		}
+	}
+	t.Fatal("no chunk 000000")
+	return nil
 }
 
 func swapChunkNames(t testing.TB, g []byte) []byte {
@@ -339,7 +370,7 @@ func TestCraftedCompressed(t *testing.T) {
 	if err := json.Unmarshal(b, &idx); err != nil {
 		t.Fatal(err)
 	}
-	if len(idx) < len(entries) || len(idx) < 13 {
+	if len(idx) < len(entries) || len(idx) < 16 {
 		t.Fatalf("INDEX.json lists %d files, the generators %d", len(idx), len(entries))
 	}
 	for _, e := range idx {
@@ -376,6 +407,17 @@ func TestCraftedCompressed(t *testing.T) {
 				}
 				if !errors.Is(rerr, want) {
 					t.Errorf("tensor read: %v, want %v", rerr, want)
+				}
+			}
+			// Verify (validate and scan) refuses what the reads refuse.
+			if !e.NotSeekable {
+				ra, err := NewReaderAt(bytes.NewReader(comp), int64(len(comp)))
+				if err == nil {
+					err = ra.Verify(context.Background())
+					ra.Close()
+				}
+				if !errors.Is(err, want) {
+					t.Errorf("Verify: %v, want %v", err, want)
 				}
 			}
 			if e.Read != nil {

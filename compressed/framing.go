@@ -184,3 +184,60 @@ func lz4FrameEnd(peek peeker, off, limit int64) (int64, error) {
 	}
 	return pos, nil
 }
+
+// declaredSize returns the content size the header of the frame of format
+// f at off declares, and whether it declares one (zstd's
+// Frame_Content_Size, RFC 8878 §3.1.1.1.4; LZ4's Content Size). Errors wrap
+// ErrCorrupt; I/O errors are returned as they are.
+func declaredSize(f Format, peek peeker, off, limit int64) (int64, bool, error) {
+	if f == LZ4Seekable {
+		b, err := need(peek, off, limit, 5, "LZ4 frame header")
+		if err != nil || b[4]&0x08 == 0 {
+			return 0, false, err
+		}
+		if b, err = need(peek, off+6, limit, 8, "LZ4 frame content size"); err != nil {
+			return 0, false, err
+		}
+		return int64(binary.LittleEndian.Uint64(b)), true, nil
+	}
+	b, err := need(peek, off, limit, 5, "zstd frame header")
+	if err != nil {
+		return 0, false, err
+	}
+	desc := b[4]
+	single, fcs := desc&0x20 != 0, desc>>6
+	at := int64(5) + []int64{0, 1, 2, 4}[desc&3]
+	if !single {
+		at++
+	}
+	n := []int{0, 2, 4, 8}[fcs]
+	if fcs == 0 && single {
+		n = 1
+	}
+	if n == 0 {
+		return 0, false, nil
+	}
+	h, err := need(peek, off+at, limit, n, "zstd frame content size")
+	if err != nil {
+		return 0, false, err
+	}
+	var v [8]byte
+	copy(v[:], h)
+	size := int64(binary.LittleEndian.Uint64(v[:]))
+	if n == 2 {
+		size += 256
+	}
+	return size, true, nil
+}
+
+// sizeMatches checks that the frame of format f at off, which its seek
+// table entry says decompresses to ulen bytes, declares that size if it
+// declares one: a seek table whose sizes are shifted between entries is
+// corrupt before any frame is decoded.
+func sizeMatches(f Format, peek peeker, off, limit, ulen int64) error {
+	size, ok, err := declaredSize(f, peek, off, limit)
+	if err != nil || !ok || size == ulen {
+		return err
+	}
+	return fmt.Errorf("%w: the %s frame at byte %d declares %d decompressed bytes, its seek table entry %d: the seek table's sizes are out of place", ErrCorrupt, f, off, size, ulen)
+}

@@ -42,8 +42,8 @@ func FuzzSeekTable(f *testing.F) {
 }
 
 // FuzzReader mutates compressed files of every codec: no panic, memory
-// bounded by the caps, and whatever is decompressed without an error is
-// the original (a stream that lost its seek table included: its header
+// bounded by the caps, Verify refuses exactly what Decompress refuses, and
+// whatever is decompressed without an error is the original (a stream that lost its seek table included: its header
 // says how long it must be).
 func FuzzReader(f *testing.F) {
 	orig := genModel(f, safetensors.BF16, 16<<10, 21)
@@ -53,8 +53,8 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		opts := []ReadOption{WithMaxFrameSize(1 << 20), WithConcurrency(2), WithMaxSize(int64(2 * len(orig)))}
 		var out bytes.Buffer
-		res, err := Decompress(context.Background(), &out, bytes.NewReader(data), int64(len(data)), opts...)
-		if err == nil {
+		res, decErr := Decompress(context.Background(), &out, bytes.NewReader(data), int64(len(data)), opts...)
+		if err := decErr; err == nil {
 			got := out.Bytes()
 			if !bytes.Equal(got, orig) {
 				t.Fatalf("%v: decompressed %d bytes that are not the original", res.Format, len(got))
@@ -65,6 +65,10 @@ func FuzzReader(f *testing.F) {
 			return
 		}
 		defer ra.Close()
+		// Verify (validate, scan) passes exactly what Decompress does.
+		if verr := ra.Verify(context.Background()); (verr == nil) != (decErr == nil) {
+			t.Fatalf("Verify: %v, Decompress: %v", verr, decErr)
+		}
 		if ra.Size() > int64(2*len(orig)) {
 			return
 		}

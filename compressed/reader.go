@@ -578,9 +578,16 @@ func (r *ReaderAt) walkTo(i int) error {
 		if err == nil && end != limit {
 			err = fmt.Errorf("%w: the frame at byte %d ends at byte %d, but its seek table entry goes on to byte %d: the frames are out of place", ErrCorrupt, f.coff, end, limit)
 		}
+		if err == nil {
+			err = fault.Catch(func() error { return sizeMatches(r.format, peek, f.coff, limit, f.ulen) })
+		}
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
-				return &Error{Frame: r.walked, Offset: f.coff, Msg: fmt.Sprintf("frame %d, before the frame %d being read, is not where the seek table says", r.walked, i), Err: ErrCorrupt, Cause: err}
+				msg := fmt.Sprintf("frame %d, before the frame %d being read, is not where the seek table says", r.walked, i)
+				if i == len(r.frames) { // Verify: every frame walked
+					msg = "not where the seek table says"
+				}
+				return &Error{Frame: r.walked, Offset: f.coff, Msg: msg, Err: ErrCorrupt, Cause: err}
 			}
 			return fmt.Errorf("walking the frames before frame %d, at byte %d: %w", i, f.coff, err)
 		}

@@ -39,8 +39,12 @@ recursively for *.safetensors files and indexes) or a bucket prefix ending
 in '/' (every object listed). Files are recognised by content.
 
 Only headers are read unless --full is given, so checking a 100 GB model is
-instant. --full also reads all tensor data, proving the file readable end
-to end, and warns about NaN and infinite values in float tensors.
+instant. A compressed file is the exception: its whole container is checked
+(every frame against the seek table, then decompressed and checked against
+its size and checksum, as zstd -t does), for only that tells a swapped,
+duplicated or damaged frame, which every read of the data refuses.
+--full also reads all tensor data, proving the file readable end to end,
+and warns about NaN and infinite values in float tensors.
 
 Exit status: 0 every file is valid, 1 some file is invalid, 2 some file
 could not be read.`,
