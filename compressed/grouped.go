@@ -30,8 +30,14 @@ type groupedIndex struct {
 // readGroupedIndex parses and validates a grouped container: a valid
 // safetensors file, version 1, whose tensors are chunks "<i>/<name>" of
 // dtype U8 numbered 0..n-1, each with a decompressed length in the index.
-func readGroupedIndex(r io.ReaderAt, size int64, maxFrame int64) (*groupedIndex, error) {
-	sr, err := safetensors.NewReader(r, size, safetensors.WithoutDecompression())
+func readGroupedIndex(r io.ReaderAt, size int64, maxFrame, maxHeader int64) (*groupedIndex, error) {
+	opts := []safetensors.Option{safetensors.WithoutDecompression()}
+	if maxHeader > 0 {
+		// the container's header holds the original's and the chunk
+		// index (about 80 bytes per chunk): twice the bound and 1 MiB
+		opts = append(opts, safetensors.WithMaxHeaderSize(2*maxHeader+1<<20))
+	}
+	sr, err := safetensors.NewReader(r, size, opts...)
 	if err != nil {
 		var fe *safetensors.FormatError
 		if errors.As(err, &fe) {
@@ -48,6 +54,10 @@ func readGroupedIndex(r io.ReaderAt, size int64, maxFrame int64) (*groupedIndex,
 	hdr, ok := meta[groupedHeaderKey]
 	if !ok {
 		return nil, newErr(ErrCorrupt, -1, -1, "grouped container has no %s", groupedHeaderKey)
+	}
+	if maxHeader > 0 && int64(len(hdr)) > maxHeader {
+		return nil, &Error{Frame: -1, Offset: -1, Msg: "grouped container's original header is too large", Err: ErrLimit,
+			Cause: fmt.Errorf("%w: header length %d exceeds the limit of %d bytes", safetensors.ErrHeaderTooLarge, len(hdr), maxHeader)}
 	}
 	var ulens []int64
 	if err := json.Unmarshal([]byte(meta[groupedChunksKey]), &ulens); err != nil {

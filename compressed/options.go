@@ -344,8 +344,10 @@ func WithMaxFrames(n int64) ReadOption {
 // [NewReaderAt] parses to check the original's size (default
 // safetensors.DefaultMaxHeaderSize): a header claiming more is refused
 // from its 8-byte length, with an error wrapping
-// safetensors.ErrHeaderTooLarge, before it is decompressed. A service
-// bounds with it what a small upload may cost to parse.
+// safetensors.ErrHeaderTooLarge, before it is decompressed. A grouped
+// container's own header, which holds the original's and the chunk index,
+// is bounded by twice n and 1 MiB. A service bounds with it what a small
+// upload may cost to parse.
 func WithMaxHeaderSize(n int64) ReadOption {
 	return readOption(func(o *config) error {
 		if n < 1 {

@@ -118,7 +118,7 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 			}
 		}
 	case GroupedFormat:
-		g, err := readGroupedIndex(r, size, c.maxFrame)
+		g, err := readGroupedIndex(r, size, c.maxFrame, c.maxHeader)
 		if err != nil {
 			return nil, err
 		}

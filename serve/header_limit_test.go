@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -70,5 +73,35 @@ func TestHeaderLimit(t *testing.T) {
 	code, body, _ = do(t, "POST", ts2.URL+"/v1/inspect", "", bytes.NewReader(zst.Bytes()))
 	if code != 200 || !strings.Contains(body, "model.layers.1999.weight") {
 		t.Errorf("inspect within a 32 MiB limit: %d %.300s", code, body)
+	}
+}
+
+// The grouped container keeps the original's header in its own, which is
+// bounded by twice the limit and 1 MiB (it holds the chunk index too): a
+// 40 MiB header is refused from the container's length, before it is read.
+func TestHeaderLimitGrouped(t *testing.T) {
+	plain := bigHeader(t, 40<<20)
+	f, err := os.Create(filepath.Join(t.TempDir(), "grouped.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := compressed.Compress(context.Background(), f, bytes.NewReader(plain), int64(len(plain)), compressed.WithCodec(compressed.Grouped)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	ts := start(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	code, body, _ := do(t, "POST", ts.URL+"/v1/inspect", "", f)
+	runtime.ReadMemStats(&after)
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "larger than the limit") {
+		t.Errorf("inspect of a grouped container with a %d-byte header: %d %.300s", len(plain), code, body)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("the refused audit allocated %d bytes (the header is %d): the container's header was parsed", alloc, len(plain))
 	}
 }
