@@ -81,6 +81,10 @@ type Stats struct {
 	Connections int64 // connections accepted
 	Bytes       int64 // bytes written to connections (headers and framing included)
 	Content     int64 // content bytes read for responses
+	// Open counts the connections open now (not reset by ResetStats):
+	// once a client is gone and Open is 0, the server has stopped
+	// serving it and counts nothing more on its behalf.
+	Open int64
 }
 
 // Server is a running paced server.
@@ -92,7 +96,7 @@ type Server struct {
 	srv   *http.Server
 	ln    net.Listener
 	timer *time.Timer
-	stats struct{ requests, conns, bytes, content atomic.Int64 }
+	stats struct{ requests, conns, bytes, content, open atomic.Int64 }
 	mu    sync.Mutex
 	done  bool
 }
@@ -164,7 +168,7 @@ func (s *Server) Replace(name string, f File) {
 
 // Stats returns the counters so far.
 func (s *Server) Stats() Stats {
-	return Stats{Requests: s.stats.requests.Load(), Connections: s.stats.conns.Load(), Bytes: s.stats.bytes.Load(), Content: s.stats.content.Load()}
+	return Stats{Requests: s.stats.requests.Load(), Connections: s.stats.conns.Load(), Bytes: s.stats.bytes.Load(), Content: s.stats.content.Load(), Open: s.stats.open.Load()}
 }
 
 // ResetStats zeroes the counters.
@@ -292,6 +296,7 @@ func (l *pacedListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.s.stats.conns.Add(1)
+	l.s.stats.open.Add(1)
 	pc := &pacedConn{Conn: c, s: l.s, rate: l.s.cfg.Rate, now: time.Now, sleep: time.Sleep}
 	pc.startResponse()
 	return pc, nil
@@ -332,6 +337,14 @@ type pacedConn struct {
 	mu    sync.Mutex
 	start time.Time
 	sent  int64 // bytes written since start
+
+	closeOnce sync.Once
+}
+
+// Close closes the connection; the first call counts it closed.
+func (c *pacedConn) Close() error {
+	c.closeOnce.Do(func() { c.s.stats.open.Add(-1) })
+	return c.Conn.Close()
 }
 
 func (c *pacedConn) startResponse() {
