@@ -179,8 +179,11 @@ func TestResumeAfterKill(t *testing.T) {
 			small += f.Size
 		}
 	}
+	// A writer reports its piece (a stream buffer, at most a quarter
+	// chunk) after the committer may have journalled it: the reports lag
+	// the journals by at most a piece per connection.
 	journalled := partialAll + completeAll
-	if journalled > wrote || wrote-small > first {
+	if journalled > wrote+killConc*killChunk/4 || wrote-small > first {
 		t.Fatalf("the journals and blobs hold %d bytes; the killed process wrote %d; the server sent %d (and %d of small files)", journalled, wrote, first, small)
 	}
 	if lost := wrote - journalled; lost > perConn {
