@@ -178,7 +178,9 @@ func (o *Object) model(ctx context.Context, c *config) (*Model, error) {
 }
 
 // expandedViews warns of each tensor of cs that is an expanded view
-// (torch.Tensor.Expanded): what it stands for, and whether it may be read.
+// (torch.Tensor.Expanded): what it stands for, and whether it may be read;
+// and, once, of the overlapping views that may not be read
+// (torch.OverlappingViewError).
 func expandedViews(name string, cs *convert.Source) []string {
 	var out []string
 	for _, t := range cs.Report().Tensors {
@@ -190,11 +192,27 @@ func expandedViews(name string, cs *convert.Source) []string {
 			name, t.Name, v.Shape, v.Stride, v.Storage.NBytes(), v.NBytes(), float64(v.NBytes())/float64(max(v.Storage.NBytes(), 1)))
 		var e *torch.ExpandedViewError
 		if errors.As(v.CheckView(), &e) {
-			w += fmt.Sprintf("reading it is refused: the checkpoint's expanded views come to %d bytes, more than the %d allowed", e.Total, e.Allowed)
+			w += fmt.Sprintf("reading it is refused: the checkpoint's expanded and overlapping views read %d bytes beyond what their storages hold, more than the %d allowed", e.Total, e.Allowed)
 		} else {
 			w += "it reads as a contiguous copy of that size"
 		}
 		out = append(out, w)
+	}
+	// overlapping views: one warning for the checkpoint, naming the first
+	var first *torch.OverlappingViewError
+	n := 0
+	for _, t := range cs.Report().Tensors {
+		var e *torch.OverlappingViewError
+		if v := cs.Checkpoint().Lookup(t.Source); v != nil && errors.As(v.CheckView(), &e) {
+			if n++; first == nil {
+				first = e
+			}
+		}
+	}
+	if first != nil {
+		out = append(out, fmt.Sprintf("%s: %d tensors (the first %q) are views of storages whose distinct views together are larger than they are (%q: %d views, %d bytes, of %d stored); "+
+			"reading them is refused: the checkpoint's expanded and overlapping views read %d bytes beyond what their storages hold, more than the %d allowed",
+			name, n, first.Tensor, first.Storage, first.Views, first.ViewBytes, first.StorageBytes, first.Total, first.Allowed))
 	}
 	return out
 }

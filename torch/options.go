@@ -59,17 +59,19 @@ func buildOptions(opts []Option) (options, error) {
 	return o, nil
 }
 
-// WithExpandedViews lets the checkpoint's expanded views ([Tensor.Expanded]:
-// a contiguous form larger than the storage, as torch's expand makes) be
-// read while they come to at most maxBytes in all (their contiguous sizes
-// added up), or with [ExpandedViewsProportional] 64 times the
-// checkpoint's size or 64 MiB, whichever is more, instead of the
-// checkpoint's own size. Beyond that, reading one (Tensor.WriteTo,
-// View, and so every command that reads tensor bytes) is an
-// [*ExpandedViewError]: a few bytes of storage can stand for terabytes of
-// output, which torch itself never materialises. Inspecting (names,
-// shapes, sizes) needs no option. maxBytes must be at least 1 or
-// ExpandedViewsProportional.
+// WithExpandedViews lets the checkpoint's views read at most maxBytes in
+// all beyond the bytes their storages hold, or with
+// [ExpandedViewsProportional] 64 times the checkpoint's size or 64 MiB,
+// whichever is more, instead of the checkpoint's own size: its expanded
+// views ([Tensor.Expanded]: a contiguous form larger than the storage, as
+// torch's expand makes) and its views of a storage whose distinct views
+// together exceed it (many overlapping slices), counted as
+// [Tensor.CheckView] says. Beyond that, reading one (Tensor.WriteTo, View,
+// and so every command that reads tensor bytes) is an
+// [*ExpandedViewError] or an [*OverlappingViewError]: a few bytes of
+// storage can stand for terabytes of output, which torch itself never
+// materialises. Inspecting (names, shapes, sizes) needs no option.
+// maxBytes must be at least 1 or ExpandedViewsProportional.
 func WithExpandedViews(maxBytes int64) Option {
 	return func(o *options) error {
 		if maxBytes < 1 && maxBytes != ExpandedViewsProportional {

@@ -23,7 +23,7 @@ type Tensor struct {
 
 	itemSize  int
 	maxBuffer int64
-	expand    *expansion // the checkpoint's expanded views, for an expanded one
+	expand    *expansion // what the checkpoint reads beyond its storages, for a charged view (Tensor.CheckView)
 }
 
 // Storage is one storage record: the raw bytes of data/<key> in a zip
@@ -192,9 +192,10 @@ func (t *Tensor) ContiguousSection() (sec *io.SectionReader, ok bool) {
 }
 
 // WriteTo writes the tensor's elements in C-contiguous little-endian order
-// (the safetensors bytes); an expanded view the checkpoint does not allow
-// is an [*ExpandedViewError], before anything is written (see
-// [WithExpandedViews]). Contiguous views are one copy from the file;
+// (the safetensors bytes); a view that would read the checkpoint's stored
+// bytes more times than it allows is an [*ExpandedViewError] or an
+// [*OverlappingViewError], before anything is written (see
+// [Tensor.CheckView]). Contiguous views are one copy from the file;
 // strided views (transposes, channels_last, expand, as_strided) are gathered
 // through a buffer of at most the span of storage they touch, capped by
 // Limits.MaxViewBuffer (beyond that, a few-MiB sliding window is used). The

@@ -198,9 +198,11 @@ func (v *View) gatherAt(p []byte, off int64) error {
 	return nil
 }
 
-// ErrExpandedView is wrapped, with [ErrLimit], by the error of reading an
-// expanded view (see [Tensor.Expanded]) of a checkpoint whose expanded
-// views come to more than it allows: an [*ExpandedViewError].
+// ErrExpandedView is wrapped, with [ErrLimit], by the error of reading a
+// view that makes a checkpoint read its stored bytes more times than it
+// allows: an [*ExpandedViewError] (a view larger than its storage) or an
+// [*OverlappingViewError] (one of many views of a storage that together
+// are larger than it).
 var ErrExpandedView = errors.New("expanded view")
 
 // ExpandedViewError is the refusal to materialise an expanded view: a
@@ -208,10 +210,8 @@ var ErrExpandedView = errors.New("expanded view")
 // elements stand for many (torch's expand, a zero or overlapping stride).
 // torch loads such a view as a view and spends no memory on it; its
 // safetensors form, which every command reads, repeats the elements: a
-// 518-byte file can stand for 256 GiB. A checkpoint's expanded views may
-// therefore be read only while they come, all together, to at most the
-// checkpoint's own size (so that what is read stays within twice what the
-// file holds), or to what [WithExpandedViews] allows.
+// 518-byte file can stand for 256 GiB. See [Tensor.CheckView] for what a
+// checkpoint may read beyond what it stores.
 type ExpandedViewError struct {
 	Path         string  // the checkpoint
 	Tensor       string  // the entry name
@@ -220,9 +220,9 @@ type ExpandedViewError struct {
 	Storage      string // the storage's key
 	StorageBytes int64  // what the storage holds
 	Bytes        int64  // the view's contiguous form
-	// Total is the contiguous size of all the checkpoint's expanded views
-	// together; Allowed what may be read: the checkpoint's size, or what
-	// WithExpandedViews allowed (OptIn).
+	// Total is what the checkpoint's views come to beyond the bytes their
+	// storages hold (see Tensor.CheckView); Allowed what may be read: the
+	// checkpoint's size, or what WithExpandedViews allowed (OptIn).
 	Total, Allowed int64
 	OptIn          bool
 }
@@ -234,48 +234,106 @@ func (e *ExpandedViewError) Factor() float64 {
 }
 
 func (e *ExpandedViewError) Error() string {
-	msg := fmt.Sprintf("%s: tensor %q: an expanded view (shape %v, stride %v): %d bytes of storage %q stand for %d bytes, %.4g times as many; ",
-		e.Path, e.Tensor, e.Shape, e.Stride, e.StorageBytes, e.Storage, e.Bytes, e.Factor())
-	if e.OptIn {
-		return msg + fmt.Sprintf("the checkpoint's expanded views come to %d bytes, more than the %d allowed", e.Total, e.Allowed)
+	return fmt.Sprintf("%s: tensor %q: an expanded view (shape %v, stride %v): %d bytes of storage %q stand for %d bytes, %.4g times as many; %s",
+		e.Path, e.Tensor, e.Shape, e.Stride, e.StorageBytes, e.Storage, e.Bytes, e.Factor(), beyond(e.Total, e.Allowed, e.OptIn))
+}
+
+// beyond says what a checkpoint's views come to beyond its stored bytes
+// against what is allowed.
+func beyond(total, allowed int64, optIn bool) string {
+	msg := fmt.Sprintf("the checkpoint's expanded and overlapping views read %d bytes beyond what their storages hold, ", total)
+	if optIn {
+		return msg + fmt.Sprintf("more than the %d allowed", allowed)
 	}
-	return msg + fmt.Sprintf("the checkpoint's expanded views come to %d bytes, more than its own size (%d bytes), so materialising them is refused unless allowed (torch.WithExpandedViews)", e.Total, e.Allowed)
+	return msg + fmt.Sprintf("more than its own size (%d bytes), so materialising them is refused unless allowed (torch.WithExpandedViews)", allowed)
 }
 
 // Unwrap returns ErrExpandedView and ErrLimit.
 func (e *ExpandedViewError) Unwrap() []error { return []error{ErrExpandedView, ErrLimit} }
 
+// OverlappingViewError is the refusal to read a view, no larger than its
+// storage, of a storage whose distinct views together are larger than it:
+// torch.save writes a storage once however many views of it a checkpoint
+// holds, so a 36 KB file of 256 offset slices of one 16 KiB storage stands
+// for 3.9 MB, and 1000 slices of a 4 MB storage for 4 GiB, which every
+// command reading the checkpoint would read. It counts against the same
+// allowance as expanded views ([Tensor.CheckView]).
+type OverlappingViewError struct {
+	Path         string  // the checkpoint
+	Tensor       string  // the entry name
+	Shape        []int64 // the view
+	Stride       []int64
+	Offset       int64  // in elements
+	Storage      string // the storage's key
+	StorageBytes int64  // what the storage holds
+	Bytes        int64  // the view's contiguous form
+	// Views is how many distinct views of the storage the checkpoint
+	// holds (a name tied to another's view counts once), ViewBytes what
+	// they come to together.
+	Views     int
+	ViewBytes int64
+	// Total, Allowed and OptIn are as in ExpandedViewError.
+	Total, Allowed int64
+	OptIn          bool
+}
+
+func (e *OverlappingViewError) Error() string {
+	return fmt.Sprintf("%s: tensor %q: a view (shape %v, stride %v, offset %d, %d bytes) of storage %q (%d bytes), one of %d distinct views of it that come to %d bytes; %s",
+		e.Path, e.Tensor, e.Shape, e.Stride, e.Offset, e.Bytes, e.Storage, e.StorageBytes, e.Views, e.ViewBytes, beyond(e.Total, e.Allowed, e.OptIn))
+}
+
+// Unwrap returns ErrExpandedView and ErrLimit.
+func (e *OverlappingViewError) Unwrap() []error { return []error{ErrExpandedView, ErrLimit} }
+
 // Expanded reports whether the tensor is an expanded view: its contiguous
 // form (NBytes) is larger than its storage (Storage.NBytes), which only
 // overlapping strides make possible (expand, a stride of 0, as_strided).
-// Reading one is refused when the checkpoint's expanded views come to more
-// than it allows: see [ExpandedViewError] and [WithExpandedViews]. A view
-// that overlaps itself but is no larger than its storage reads as any
-// other.
+// Reading one counts against what the checkpoint allows: see
+// [Tensor.CheckView] and [WithExpandedViews]. A view that overlaps itself
+// but is no larger than its storage reads as any other.
 func (t *Tensor) Expanded() bool { return t.NBytes() > t.Storage.NBytes() }
 
-// expansion is what a checkpoint's expanded views come to, and what may be
-// read of them.
+// expansion is what a checkpoint's views come to beyond the bytes their
+// storages hold, and what may be read of them.
 type expansion struct {
 	total, allowed int64
 	optIn          bool
+	views          map[*Storage]storageViews
+}
+
+// storageViews is what the distinct views of one storage come to.
+type storageViews struct {
+	n     int
+	bytes int64
 }
 
 // Expansion allowances, see WithExpandedViews.
 const (
 	// ExpandedViewsProportional, given to WithExpandedViews, allows a
-	// checkpoint's expanded views to come to 64 times the checkpoint's
-	// size, or 64 MiB, whichever is more.
+	// checkpoint's views to read 64 times the checkpoint's size, or
+	// 64 MiB, whichever is more, beyond what their storages hold.
 	ExpandedViewsProportional = -1
 	expansionRatio            = 64
 	minExpansion              = 64 << 20
 )
 
-// setExpansion records, in every expanded view of c (a size-byte file),
-// what they come to and what may be read: optIn is WithExpandedViews'
-// argument (0: without it, the file's size).
+// viewKey identifies a distinct view: names tied to one view share it.
+type viewKey struct {
+	s             *Storage
+	dtype         safetensors.DType
+	offset        int64
+	shape, stride string
+}
+
+// setExpansion records, in every view of c (a size-byte file) that reads
+// beyond its storage's bytes, what such views come to and what may be
+// read: optIn is WithExpandedViews' argument (0: without it, the file's
+// size). The distinct views of each storage are taken in checkpoint
+// order: a view that is not expanded and fits, with the views of the
+// storage before it, in the storage's bytes is free; every other one is
+// charged its whole contiguous size.
 func (c *Checkpoint) setExpansion(size, optIn int64) {
-	e := &expansion{allowed: max(size, 0), optIn: optIn != 0}
+	e := &expansion{allowed: max(size, 0), optIn: optIn != 0, views: map[*Storage]storageViews{}}
 	switch {
 	case optIn == ExpandedViewsProportional && size > math.MaxInt64/expansionRatio:
 		e.allowed = math.MaxInt64
@@ -284,9 +342,26 @@ func (c *Checkpoint) setExpansion(size, optIn int64) {
 	case optIn > 0:
 		e.allowed = optIn
 	}
+	charged := map[viewKey]bool{}
+	free := map[*Storage]int64{} // bytes of the storage's free views
 	for _, t := range c.tensors {
-		if t.Expanded() {
-			e.total = satAdd(e.total, t.NBytes())
+		k := viewKey{t.Storage, t.DType, t.Offset, fmt.Sprint(t.Shape), fmt.Sprint(t.Stride)}
+		ch, seen := charged[k]
+		if !seen {
+			n := t.NBytes()
+			sv := e.views[t.Storage]
+			sv.n++
+			sv.bytes = satAdd(sv.bytes, n)
+			e.views[t.Storage] = sv
+			ch = t.Expanded() || satAdd(free[t.Storage], n) > t.Storage.NBytes()
+			if ch {
+				e.total = satAdd(e.total, n)
+			} else {
+				free[t.Storage] += n
+			}
+			charged[k] = ch
+		}
+		if ch {
 			t.expand = e
 		}
 	}
@@ -300,25 +375,42 @@ func satAdd(a, b int64) int64 {
 }
 
 // CheckView returns the error reading the tensor's bytes would give
-// because it is an expanded view beyond what the checkpoint allows (an
-// [*ExpandedViewError]), and nil for any other tensor: a writer checks
-// every tensor before it writes anything.
+// because the checkpoint's views read more than it allows beyond the bytes
+// their storages hold, and nil when it may be read: a writer checks every
+// tensor before it writes anything.
+//
+// The rule: of the distinct views of a storage (names tied to one view
+// count once), those that are not expanded and together fit in the
+// storage's bytes are free, taken in checkpoint order; every other view
+// (an expanded one, or one of many views of a storage that together
+// exceed it) is charged its contiguous size. While the charges come, all
+// together, to at most the checkpoint's own size, or what
+// [WithExpandedViews] allows, every view reads; beyond, each charged view
+// is refused (an [*ExpandedViewError] or an [*OverlappingViewError]) and
+// the free ones read as ever. What a checkpoint can make a reader read is
+// so at most its stored bytes and the allowance.
 func (t *Tensor) CheckView() error { return t.checkExpansion() }
 
-// checkExpansion refuses to materialise an expanded view beyond what the
-// checkpoint allows (nil for any other tensor). A tensor that is not part
-// of an opened checkpoint allows none.
+// checkExpansion refuses to materialise a charged view beyond what the
+// checkpoint allows (nil for any other tensor). An expanded tensor that is
+// not part of an opened checkpoint allows none.
 func (t *Tensor) checkExpansion() error {
-	if !t.Expanded() {
-		return nil
-	}
 	e := t.expand
 	if e == nil {
+		if !t.Expanded() {
+			return nil
+		}
 		e = &expansion{total: t.NBytes()}
 	}
 	if e.total <= e.allowed {
 		return nil
 	}
-	return &ExpandedViewError{Path: t.Storage.path, Tensor: t.Name, Shape: slices.Clone(t.Shape), Stride: slices.Clone(t.Stride),
-		Storage: t.Storage.Key, StorageBytes: t.Storage.NBytes(), Bytes: t.NBytes(), Total: e.total, Allowed: e.allowed, OptIn: e.optIn}
+	if t.Expanded() {
+		return &ExpandedViewError{Path: t.Storage.path, Tensor: t.Name, Shape: slices.Clone(t.Shape), Stride: slices.Clone(t.Stride),
+			Storage: t.Storage.Key, StorageBytes: t.Storage.NBytes(), Bytes: t.NBytes(), Total: e.total, Allowed: e.allowed, OptIn: e.optIn}
+	}
+	sv := e.views[t.Storage]
+	return &OverlappingViewError{Path: t.Storage.path, Tensor: t.Name, Shape: slices.Clone(t.Shape), Stride: slices.Clone(t.Stride), Offset: t.Offset,
+		Storage: t.Storage.Key, StorageBytes: t.Storage.NBytes(), Bytes: t.NBytes(), Views: sv.n, ViewBytes: sv.bytes,
+		Total: e.total, Allowed: e.allowed, OptIn: e.optIn}
 }

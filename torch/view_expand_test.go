@@ -123,3 +123,91 @@ func TestExpandedViewAllowance(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlappingViewsRefused: 256 offset slices of one 16 KiB storage
+// (testdata/views/overlapping_slices*.pt, written by torch.save), none
+// expanded, stand for 3.9 MB in a 36 KB file: the first slice, which fits
+// in the storage, reads; every other one is an *OverlappingViewError
+// naming the file, the tensor, the storage, its views and what they come
+// to, before a byte is written, until WithExpandedViews allows them; the
+// real torch fixtures whose views share storages (a tied alias, disjoint
+// slices covering a storage) read by default.
+func TestOverlappingViewsRefused(t *testing.T) {
+	for _, name := range []string{"overlapping_slices.pt", "overlapping_slices_legacy.pt"} {
+		path := "../testdata/views/" + name
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const slice, charged = 3840 * 4, 255 * 3840 * 4
+		c := openView(t, path)
+		if n := len(c.Tensors()); n != 256 {
+			t.Fatalf("%s: %d tensors", name, n)
+		}
+		var buf bytes.Buffer
+		if _, err := c.Lookup("s000").WriteTo(&buf); err != nil || buf.Len() != slice {
+			t.Fatalf("%s: s000: %v", name, err)
+		}
+		s := c.Lookup("s200")
+		if s.Expanded() || s.NBytes() != slice || s.Storage.NBytes() != 16384 {
+			t.Fatalf("%s: s200 %+v", name, s)
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			var e *OverlappingViewError
+			if !errors.As(err, &e) || !errors.Is(err, ErrExpandedView) || !errors.Is(err, ErrLimit) {
+				t.Fatalf("%s: %s: %v", name, what, err)
+			}
+			msg := err.Error()
+			for _, want := range []string{path, `tensor "s200"`, "offset 200", "15360 bytes", "(16384 bytes)", "256 distinct views", "3932160 bytes", fmt.Sprintf("%d bytes beyond", charged), fmt.Sprintf("(%d bytes)", fi.Size())} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("%s: %s: %q does not say %q", name, what, msg, want)
+				}
+			}
+			if e.Total != charged || e.Allowed != fi.Size() || e.Views != 256 || e.ViewBytes != 256*slice || e.OptIn {
+				t.Errorf("%s: %+v", name, e)
+			}
+		}
+		cw := &cappedWriter{n: 1 << 20}
+		n, err := s.WriteTo(cw)
+		check("WriteTo", err)
+		if n != 0 || cw.n != 1<<20 {
+			t.Errorf("%s: WriteTo wrote %d bytes before refusing", name, n)
+		}
+		_, err = s.View().ReadAt(make([]byte, 8), 0)
+		check("ReadAt", err)
+		check("CheckView", s.CheckView())
+		if err := c.Lookup("s001").CheckView(); err == nil {
+			t.Errorf("%s: s001 reads", name)
+		}
+		// one allowance for expanded and overlapping views: just enough reads
+		for _, k := range []struct {
+			opt int64
+			ok  bool
+		}{{charged - 1, false}, {charged, true}, {ExpandedViewsProportional, true}} {
+			c := openView(t, path, WithExpandedViews(k.opt))
+			p := make([]byte, 4)
+			_, err := c.Lookup("s200").View().ReadAt(p, 4)
+			if k.ok && (err != nil || !bytes.Equal(p, []byte{0, 0, 0x49, 0x43})) || !k.ok && !errors.Is(err, ErrExpandedView) {
+				t.Errorf("%s: WithExpandedViews(%d): %x %v", name, k.opt, p, err)
+			}
+		}
+	}
+	// tied weights count once; disjoint slices of one storage read
+	for _, path := range []string{"../testdata/views/disjoint_slices.pt", "../testdata/torch/tied_weights.pt", "../testdata/torch/tied_weights_legacy.pt",
+		"../testdata/torch/shared_views.pt", "../testdata/torch/overlapping_views.pt", "../testdata/torch/noncontiguous.pt"} {
+		c := openView(t, path)
+		for _, ts := range c.Tensors() {
+			if err := ts.CheckView(); err != nil {
+				t.Errorf("%s: %v", path, err)
+			}
+		}
+	}
+	c := openView(t, "../testdata/views/disjoint_slices.pt")
+	if w := c.Lookup("whole"); w.expand != nil || c.Lookup("tied").expand != nil {
+		t.Errorf("disjoint_slices.pt: the whole storage or its tied alias is charged")
+	}
+	if p := c.Lookup("part00"); p.expand == nil || p.expand.total != 4096*4 {
+		t.Errorf("disjoint_slices.pt: the slices after the whole are not charged as expected: %+v", p.expand)
+	}
+}

@@ -44,14 +44,15 @@ func exitFor(err error) error {
 	return &exitError{Code: exitCode(err), Err: withViewHint(err)}
 }
 
-// withViewHint leads the refusal to materialise an expanded view of a
-// PyTorch checkpoint (torch.ErrExpandedView) with what the user can do.
+// withViewHint leads the refusal to materialise an expanded or
+// overlapping view of a PyTorch checkpoint (torch.ErrExpandedView) with
+// what the user can do.
 func withViewHint(err error) error {
 	if !errors.Is(err, torch.ErrExpandedView) {
 		return err
 	}
-	return &hintError{err: err, hint: "a tensor of this checkpoint is an expanded view (a few stored bytes standing for many) beyond what the file holds; " +
-		"--expand-views reads up to 64x the checkpoint's size or 64MiB of them, --expand-views=SIZE up to SIZE"}
+	return &hintError{err: err, hint: "a tensor of this checkpoint is an expanded view, or one of many overlapping views of one storage (a few stored bytes standing for many), beyond what the file holds; " +
+		"--expand-views reads up to 64x the checkpoint's size or 64MiB beyond its stored bytes, --expand-views=SIZE up to SIZE"}
 }
 
 // exitCode is the status exitFor gives err.

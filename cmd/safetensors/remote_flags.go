@@ -22,9 +22,10 @@ func addRemoteFlags(root *cobra.Command) {
 			"older than a minute) with more than one request: only for servers whose files cannot change\n"+
 			"while they are read (otherwise refused: a replaced file would be read as a mix of two)")
 	root.PersistentFlags().String("expand-views", "",
-		"read a PyTorch checkpoint's expanded views (expand, stride 0: a few stored bytes standing\n"+
-			"for many) up to `SIZE` in all, e.g. 300GiB; alone, up to 64x the checkpoint's size or 64MiB\n"+
-			"(without it, up to the checkpoint's own size: beyond, they are refused)")
+		"read a PyTorch checkpoint's expanded views (expand, stride 0) and overlapping views (many\n"+
+			"slices of one storage): a few stored bytes standing for many, up to `SIZE` in all beyond\n"+
+			"its stored bytes, e.g. 300GiB; alone, up to 64x the checkpoint's size or 64MiB (without it,\n"+
+			"up to the checkpoint's own size: beyond, they are refused)")
 	root.PersistentFlags().Lookup("expand-views").NoOptDefVal = "auto"
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		var opts []source.Option

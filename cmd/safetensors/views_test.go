@@ -100,3 +100,88 @@ func TestExpandedViewsEverywhere(t *testing.T) {
 		t.Errorf("--expand-views=0: %s", errOut)
 	}
 }
+
+// TestOverlappingViewsEverywhere: 256 offset slices of one 16 KiB storage,
+// none an expanded view, in a 36 KB file written by torch.save
+// (testdata/views/overlapping_slices*.pt) stand for 3.9 MB: inspect and
+// estimate show them (inspect warning that they are refused); every
+// command that reads their bytes (get, get -o, stats, diff, load, convert)
+// refuses with an error naming the file, the tensor, the storage and
+// --expand-views, leaving nothing behind; the first slice, which the
+// storage holds, reads; with --expand-views every command reads them; a
+// checkpoint of a storage, its tied alias and disjoint slices of it reads
+// by default.
+func TestOverlappingViewsEverywhere(t *testing.T) {
+	zip, legacy := viewsDir+"overlapping_slices.pt", viewsDir+"overlapping_slices_legacy.pt"
+	dir := t.TempDir()
+	run := func(want int, args ...string) (string, string) {
+		t.Helper()
+		code, out, errOut := runCLI(t, args...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
+		}
+		return out, errOut
+	}
+	refused := func(want int, args ...string) { // not fatal: each command is checked
+		t.Helper()
+		code, _, errOut := runCLI(t, args...)
+		if code != want {
+			t.Errorf("%v: exit %d, want %d", args, code, want)
+		}
+		for _, s := range []string{"overlapping views", "--expand-views", "distinct views of it", `storage "`} {
+			if !strings.Contains(errOut, s) {
+				t.Errorf("%v: the error does not say %q:\n%s", args, s, errOut)
+			}
+		}
+	}
+	for _, f := range []string{zip, legacy} {
+		out, errOut := run(0, "inspect", f)
+		if !strings.Contains(out, "s255") || !strings.Contains(out+errOut, `255 tensors (the first "s001") are views of storages`) {
+			t.Errorf("inspect %s:\n%s%s", f, out, errOut)
+		}
+		if out, _ := run(0, "estimate", f); !strings.Contains(out, "3,932,160") {
+			t.Errorf("estimate %s:\n%s", f, out)
+		}
+		for _, args := range [][]string{{"get", f, "s100"}, {"get", f, "s100", "--slice", "0:2"}, {"get", f, "s255", "-o", filepath.Join(dir, "s.bin")},
+			{"stats", f}, {"load", f}, {"convert", f, filepath.Join(dir, "out.safetensors")}} {
+			refused(1, args...)
+		}
+		if out, _ := run(0, "get", f, "s000", "--slice", "0:3"); !strings.Contains(out, "0., 1., 2.") {
+			t.Errorf("get s000 %s: %s", f, out)
+		}
+		if out, _ := run(0, "get", "--expand-views", f, "s100", "--slice", "0:3"); !strings.Contains(out, "100., 101., 102.") {
+			t.Errorf("get --expand-views s100 %s: %s", f, out)
+		}
+	}
+	refused(2, "diff", zip, legacy)
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("refusals left %d files", len(ents))
+	}
+	// allowed: every command reads them
+	run(0, "--expand-views", "stats", zip)
+	run(0, "--expand-views", "load", zip)
+	run(0, "--expand-views=3916800", "diff", zip, legacy)
+	refused(2, "--expand-views=3916799", "diff", zip, legacy)
+	o := filepath.Join(dir, "s255.bin")
+	run(0, "--expand-views", "get", zip, "s255", "-o", o)
+	if fi, err := os.Stat(o); err != nil || fi.Size() != 15360 {
+		t.Errorf("get --expand-views -o: %v", err)
+	}
+	conv := filepath.Join(dir, "slices.safetensors")
+	run(0, "convert", "--expand-views", zip, conv)
+	f, err := safetensors.Open(conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n := len(f.Names()); n != 256 {
+		t.Errorf("converted %d tensors", n)
+	}
+	// legitimate sharing reads by default
+	ok := viewsDir + "disjoint_slices.pt"
+	run(0, "stats", ok)
+	run(0, "convert", ok, filepath.Join(dir, "ok.safetensors"))
+	if out, _ := run(0, "get", ok, "tied", "--slice", "4093:4096"); !strings.Contains(out, "4093., 4094., 4095.") {
+		t.Errorf("get tied: %s", out)
+	}
+}

@@ -23,6 +23,21 @@ def main(out):
     # what an opt-in within its proportional cap converts
     b = torch.arange(4, dtype=torch.float32)
     torch.save({"base": b, "rows": b.expand(1000, 4)}, os.path.join(out, "expanded_small.pt"))
+    # many distinct views of one storage, none expanded: 256 offset slices
+    # of 3840 floats each of a 4096-float (16 KiB) storage, each a plain
+    # contiguous view no larger than its storage, together 3.9 MB in a file
+    # of about 60 KB (red-team: 1000 slices of a 4 MB storage stand for 4 GiB)
+    s = torch.arange(4096, dtype=torch.float32)
+    views = {"s%03d" % i: s[i:i + 3840] for i in range(256)}
+    assert all(v.storage_offset() == i for i, v in enumerate(views.values()))
+    torch.save(views, os.path.join(out, "overlapping_slices.pt"))
+    torch.save(views, os.path.join(out, "overlapping_slices_legacy.pt"), _use_new_zipfile_serialization=False)
+    # what reads by default: the whole storage, a tied alias of it (the same
+    # view under two names) and 16 disjoint slices covering it
+    whole = torch.arange(4096, dtype=torch.float32)
+    ok = {"whole": whole, "tied": whole}
+    ok.update({"part%02d" % i: whole[256 * i:256 * (i + 1)] for i in range(16)})
+    torch.save(ok, os.path.join(out, "disjoint_slices.pt"))
 
 
 if __name__ == "__main__":
