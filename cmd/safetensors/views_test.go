@@ -12,6 +12,16 @@ import (
 
 const viewsDir = "../../testdata/views/"
 
+// runExit runs the CLI, failing the test unless it exits with want.
+func runExit(t *testing.T, want int, args ...string) (string, string) {
+	t.Helper()
+	code, out, errOut := runCLI(t, args...)
+	if code != want {
+		t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
+	}
+	return out, errOut
+}
+
 // TestExpandedViewsEverywhere: a PyTorch checkpoint whose tensor is an
 // expanded view far larger than the file (testdata/views, written by
 // torch.save: the red-team file F5, 4 stored bytes standing for 256 GiB,
@@ -24,14 +34,7 @@ const viewsDir = "../../testdata/views/"
 func TestExpandedViewsEverywhere(t *testing.T) {
 	zero, legacy, small := viewsDir+"expanded_zero_stride.pt", viewsDir+"expanded_zero_stride_legacy.pt", viewsDir+"expanded_small.pt"
 	dir := t.TempDir()
-	run := func(want int, args ...string) (string, string) {
-		t.Helper()
-		code, out, errOut := runCLI(t, args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
-		}
-		return out, errOut
-	}
+	run := func(want int, args ...string) (string, string) { t.Helper(); return runExit(t, want, args...) }
 	refused := func(want int, args ...string) {
 		t.Helper()
 		_, errOut := run(want, args...)
@@ -114,14 +117,7 @@ func TestExpandedViewsEverywhere(t *testing.T) {
 func TestOverlappingViewsEverywhere(t *testing.T) {
 	zip, legacy := viewsDir+"overlapping_slices.pt", viewsDir+"overlapping_slices_legacy.pt"
 	dir := t.TempDir()
-	run := func(want int, args ...string) (string, string) {
-		t.Helper()
-		code, out, errOut := runCLI(t, args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
-		}
-		return out, errOut
-	}
+	run := func(want int, args ...string) (string, string) { t.Helper(); return runExit(t, want, args...) }
 	refused := func(want int, args ...string) { // not fatal: each command is checked
 		t.Helper()
 		code, _, errOut := runCLI(t, args...)
