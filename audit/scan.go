@@ -274,9 +274,11 @@ func recoverScan(r **ScanReport, loc string) {
 }
 
 // unjudged reports whether err kept a file from being judged: an I/O
-// error, or a bug (a recovered panic).
+// error, a bug (a recovered panic), or a caller's bound on what one input
+// may cost (header size, decompressed size).
 func unjudged(err error) bool {
-	return source.IsIOError(err) || errors.Is(err, bug.ErrInternal) || errors.Is(err, source.ErrHeaderLimit)
+	return source.IsIOError(err) || errors.Is(err, bug.ErrInternal) || errors.Is(err, source.ErrHeaderLimit) ||
+		errors.Is(err, source.ErrExpandedLimit)
 }
 
 // notEveryByte says a read of loc failed part-way, so that what was not

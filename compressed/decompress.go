@@ -109,7 +109,7 @@ func copyStream(ctx context.Context, dst io.Writer, r io.Reader, rec *ioRecorder
 		n, rerr := r.Read(buf)
 		if n > 0 {
 			if c.maxSize >= 0 && done+int64(n) > c.maxSize {
-				return nil, newErr(ErrLimit, -1, -1, "%s decompresses to more than the limit of %d bytes", f, c.maxSize)
+				return nil, newErr(ErrMaxSize, -1, -1, "%s decompresses to more than the limit of %d bytes", f, c.maxSize)
 			}
 			if _, err := out.Write(buf[:n]); err != nil {
 				return nil, err

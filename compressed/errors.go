@@ -22,6 +22,9 @@ var (
 	ErrChecksum = errors.New("checksum mismatch")
 	// ErrLimit: a frame, chunk or table claims more than the configured caps.
 	ErrLimit = errors.New("compressed data exceeds a limit")
+	// ErrMaxSize: the original is larger than [WithMaxSize] allows. It
+	// wraps ErrLimit.
+	ErrMaxSize = fmt.Errorf("%w: original larger than the maximum size", ErrLimit)
 	// ErrExists: the output file exists and WithOverwrite was not given.
 	// It is safetensors.ErrExists, shared by every package that writes.
 	ErrExists = safetensors.ErrExists

@@ -321,12 +321,12 @@ func TestMaxSize(t *testing.T) {
 	zw, _ := zstd.NewWriter(&fb)
 	zw.Write(genModel(t, safetensors.BF16, 8<<20, 16))
 	zw.Close()
-	if _, err := decompressBytes(fb.Bytes(), WithMaxSize(1<<20)); !errors.Is(err, ErrLimit) {
+	if _, err := decompressBytes(fb.Bytes(), WithMaxSize(1<<20)); !errors.Is(err, ErrMaxSize) || !errors.Is(err, ErrLimit) {
 		t.Errorf("stream: %v, want ErrLimit", err)
 	}
 	orig := genModel(t, safetensors.BF16, 64<<10, 15)
 	comp := compressBytes(t, orig)
-	if _, err := decompressBytes(comp, WithMaxSize(int64(len(orig)-1))); !errors.Is(err, ErrLimit) {
+	if _, err := decompressBytes(comp, WithMaxSize(int64(len(orig)-1))); !errors.Is(err, ErrMaxSize) || !errors.Is(err, ErrLimit) {
 		t.Errorf("seekable: %v, want ErrLimit", err)
 	}
 	if got, err := decompressBytes(comp, WithMaxSize(int64(len(orig)))); err != nil || !bytes.Equal(got, orig) {

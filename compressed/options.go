@@ -42,6 +42,7 @@ type config struct {
 	maxSize     int64 // -1: no limit
 	maxFrames   int64
 	maxHeader   int64 // 0: safetensors.DefaultMaxHeaderSize
+	onDecode    func(n int64)
 	given       given // options given that not every function takes
 }
 
@@ -52,6 +53,7 @@ const (
 	givenProgress given = 1 << iota
 	givenOverwrite
 	givenCache
+	givenDecodeCounter
 )
 
 // Options come in two kinds, so that none is ever silently ignored: a
@@ -143,7 +145,7 @@ func readConfig(fn string, random, file bool, opts []ReadOption) (config, error)
 			return c, err
 		}
 	}
-	notFor := givenCache
+	notFor := givenCache | givenDecodeCounter
 	if random {
 		notFor = givenProgress
 	}
@@ -161,6 +163,8 @@ func (c *config) refuse(fn string, file bool, notFor given) error {
 		return optErr("WithProgress does not apply to %s, which does no long work: give it to Decompress or Compress", fn)
 	case bad&givenOverwrite != 0:
 		return optErr("WithOverwrite does not apply to %s, which writes no file: give it to CompressFile or DecompressFile", fn)
+	case bad&givenDecodeCounter != 0:
+		return optErr("WithDecodeCounter does not apply to %s: it counts a ReaderAt's work (NewReaderAt, Open)", fn)
 	case bad&givenCache != 0:
 		return optErr("WithCacheFrames and WithCacheBytes do not apply to %s, which reads each frame once: they configure a ReaderAt (NewReaderAt, Open)", fn)
 	}
@@ -266,6 +270,21 @@ func WithMaxFrameSize(n int64) ReadOption {
 	})
 }
 
+// WithDecodeCounter calls f with the decompressed size of every frame or
+// chunk a [ReaderAt] decodes (from any goroutine, once per frame, the
+// header's at open included): a service's count of the work its inputs
+// cost. [Decompress] and [DecompressFile] refuse it.
+func WithDecodeCounter(f func(n int64)) ReadOption {
+	return readOption(func(o *config) error {
+		if f == nil {
+			return optErr("WithDecodeCounter(nil)")
+		}
+		o.onDecode = f
+		o.given |= givenDecodeCounter
+		return nil
+	})
+}
+
 // WithCacheFrames sets how many decompressed frames a [ReaderAt] keeps for
 // reads that touch them again (default [DefaultCacheFrames]; 0 disables).
 // [Decompress] and [DecompressFile] refuse it (see [Option]).
@@ -313,7 +332,8 @@ func WithMaxRatio(r int64) ReadOption {
 }
 
 // WithMaxSize caps the size of the original (default: no cap, like
-// `zstd -d`): a file that holds more is refused with [ErrLimit] — when it
+// `zstd -d`): a file that holds more is refused with [ErrMaxSize] (which
+// wraps [ErrLimit]) — when it
 // is opened for a seekable file, whose size is known (by [NewReaderAt] and
 // [Open] as by [Decompress], before any output), and as soon as the cap is
 // passed for a stream, which only Decompress reads.

@@ -54,6 +54,7 @@ type ReaderAt struct {
 	walked    int
 	wholeRead bool
 
+	onDecode      func(n int64) // WithDecodeCounter
 	framesDecoded atomic.Int64
 	bytesDecoded  atomic.Int64
 	cacheHits     atomic.Int64
@@ -90,7 +91,7 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 	if err != nil {
 		return nil, err
 	}
-	ra := &ReaderAt{src: r, csize: size, name: c.name, format: f, limit: c.cacheFrames, cacheMax: c.cacheBytes, conc: c.concurrency}
+	ra := &ReaderAt{src: r, csize: size, name: c.name, format: f, limit: c.cacheFrames, cacheMax: c.cacheBytes, conc: c.concurrency, onDecode: c.onDecode}
 	if ra.cacheMax == 0 {
 		ra.limit = 0
 	}
@@ -137,7 +138,7 @@ func newReaderAt(r io.ReaderAt, size int64, c config) (*ReaderAt, error) {
 	}
 	if c.maxSize >= 0 && ra.size > c.maxSize {
 		ra.Close()
-		return nil, newErr(ErrLimit, -1, -1, "%s file decompresses to %d bytes, more than the limit of %d", f, ra.size, c.maxSize)
+		return nil, newErr(ErrMaxSize, -1, -1, "%s file decompresses to %d bytes, more than the limit of %d", f, ra.size, c.maxSize)
 	}
 	if f == ZstdSeekable || f == LZ4Seekable {
 		// The original's header says how long it is; frames missing at the
@@ -537,6 +538,9 @@ func (r *ReaderAt) decodeFrame(i int, dst []byte, par runner) error {
 	}
 	r.framesDecoded.Add(1)
 	r.bytesDecoded.Add(f.ulen)
+	if r.onDecode != nil {
+		r.onDecode(f.ulen)
+	}
 	r.walkMu.Lock()
 	if r.walked == i {
 		r.walked = i + 1 // its decoder checked it is one whole frame

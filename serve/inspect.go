@@ -107,7 +107,7 @@ func modelErrorStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrForbiddenAddress):
 		return http.StatusForbidden
-	case errors.Is(err, source.ErrHeaderLimit):
+	case errors.Is(err, source.ErrHeaderLimit), errors.Is(err, source.ErrExpandedLimit):
 		return http.StatusRequestEntityTooLarge
 	case source.IsIOError(err):
 		return http.StatusBadGateway

@@ -12,6 +12,7 @@ type metrics struct {
 	latency    *prometheus.HistogramVec // endpoint
 	verdicts   *prometheus.CounterVec   // verdict
 	bytesRead  *prometheus.CounterVec   // source: upload, remote, local
+	decoded    prometheus.Counter       // bytes compressed inputs decompressed to
 	inFlight   prometheus.Gauge
 	queued     prometheus.Gauge
 	rejections *prometheus.CounterVec // reason
@@ -36,6 +37,10 @@ func newMetrics() *metrics {
 		Namespace: "safetensors", Subsystem: "serve", Name: "bytes_read_total",
 		Help: "Bytes read: uploaded, received from remote locations, read from files under the root.",
 	}, []string{"source"})
+	m.decoded = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "safetensors", Subsystem: "serve", Name: "decompressed_bytes_total",
+		Help: "Bytes the frames of compressed inputs decompressed to (bounded per file by --max-expanded and --max-expansion).",
+	})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "safetensors", Subsystem: "serve", Name: "audits_in_flight",
 		Help: "Audits running now.",
@@ -48,7 +53,7 @@ func newMetrics() *metrics {
 		Namespace: "safetensors", Subsystem: "serve", Name: "rejected_total",
 		Help: "Requests refused, by reason (unauthorized, forbidden, overload, too_large, slow, bad_request).",
 	}, []string{"reason"})
-	m.reg.MustRegister(m.requests, m.latency, m.verdicts, m.bytesRead, m.inFlight, m.queued, m.rejections,
+	m.reg.MustRegister(m.requests, m.latency, m.verdicts, m.bytesRead, m.decoded, m.inFlight, m.queued, m.rejections,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, v := range []string{"clean", "invalid", "unsupported", "dangerous", "error"} {
 		m.verdicts.WithLabelValues(v)

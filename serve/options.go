@@ -20,7 +20,7 @@ var ErrOption = safetensors.ErrOption
 
 // Limits bound what one request and the whole service may cost. Start from
 // [DefaultLimits] and change what you need; every field must be positive
-// but DrainDelay, which may be 0.
+// but DrainDelay and MaxExpansionRatio, which may be 0.
 type Limits struct {
 	MaxUploadBytes   int64         // an uploaded file (413 past it)
 	MaxJSONBodyBytes int64         // a JSON request body
@@ -34,6 +34,17 @@ type Limits struct {
 	// 100 MB header. Past it: 413 from /v1/inspect, verdict error from
 	// /v1/scan.
 	MaxModelHeader int64
+	// MaxExpandedBytes and MaxExpansionRatio bound what one compressed
+	// file may decompress to: at most MaxExpandedBytes, and at most
+	// MaxExpansionRatio times its compressed size plus
+	// source.ExpansionSlack (64 MiB; ratio 0: no ratio bound). An audit
+	// decompresses a compressed file whole to check it (every frame against
+	// its checksum), so without a bound a 100 KB upload of zeros is 1.1 GB
+	// of work. The size is in the container's table, so a file past the
+	// bound is refused before any of it is decompressed: 413 from
+	// /v1/inspect, verdict error from /v1/scan.
+	MaxExpandedBytes  int64
+	MaxExpansionRatio int64
 	// Scan bounds the work and memory of the checkpoint scanner on one
 	// file (the pickle machine's caps).
 	Scan torch.Limits
@@ -68,6 +79,10 @@ type Limits struct {
 // hundred KiB per shard), about 160 MB of memory to parse.
 const DefaultMaxModelHeader = 16 << 20
 
+// DefaultMaxExpansionRatio is [Limits.MaxExpansionRatio]'s default: 32
+// times, where weights compress 1.3 to 2 times.
+const DefaultMaxExpansionRatio = 32
+
 // DefaultLimits returns the limits New uses without [WithLimits].
 func DefaultLimits() Limits {
 	return Limits{
@@ -77,6 +92,8 @@ func DefaultLimits() Limits {
 		MaxQueued:         32,
 		AuditTimeout:      5 * time.Minute,
 		MaxModelHeader:    DefaultMaxModelHeader,
+		MaxExpandedBytes:  16 << 30, // twice MaxUploadBytes: an upload compressed 2 times
+		MaxExpansionRatio: DefaultMaxExpansionRatio,
 		Scan:              torch.DefaultLimits(),
 		ReadHeaderTimeout: 10 * time.Second,
 		BodyIdleTimeout:   30 * time.Second,
@@ -93,7 +110,7 @@ func (l *Limits) validate() error {
 	for name, v := range map[string]int64{
 		"MaxUploadBytes": l.MaxUploadBytes, "MaxJSONBodyBytes": l.MaxJSONBodyBytes,
 		"MaxConcurrent": int64(l.MaxConcurrent), "MaxQueued": int64(l.MaxQueued),
-		"AuditTimeout": int64(l.AuditTimeout), "MaxModelHeader": l.MaxModelHeader, "ReadHeaderTimeout": int64(l.ReadHeaderTimeout),
+		"AuditTimeout": int64(l.AuditTimeout), "MaxModelHeader": l.MaxModelHeader, "MaxExpandedBytes": l.MaxExpandedBytes, "ReadHeaderTimeout": int64(l.ReadHeaderTimeout),
 		"BodyIdleTimeout": int64(l.BodyIdleTimeout), "MinUploadRate": l.MinUploadRate,
 		"WriteIdleTimeout": int64(l.WriteIdleTimeout), "IdleTimeout": int64(l.IdleTimeout),
 		"MaxHeaderBytes": int64(l.MaxHeaderBytes), "DrainTimeout": int64(l.DrainTimeout),
@@ -101,6 +118,9 @@ func (l *Limits) validate() error {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("limit %s is %d, want at least 1", name, v))
 		}
+	}
+	if l.MaxExpansionRatio < 0 {
+		errs = append(errs, fmt.Errorf("limit MaxExpansionRatio is %d, want 0 or more", l.MaxExpansionRatio))
 	}
 	if l.DrainDelay < 0 {
 		errs = append(errs, fmt.Errorf("limit DrainDelay is %v, want 0 or more", l.DrainDelay))

@@ -122,7 +122,9 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s.srcOpts = []source.Option{source.WithRemote(ropts...), source.WithHub(hub), source.WithBlob(blobstore.WithPool(s.pool)),
-		source.WithMaxHeaderSize(c.limits.MaxModelHeader)}
+		source.WithMaxHeaderSize(c.limits.MaxModelHeader),
+		source.WithMaxExpanded(c.limits.MaxExpandedBytes, c.limits.MaxExpansionRatio, "set by the service's --max-expanded and --max-expansion"),
+		source.WithDecodeCounter(func(n int64) { s.m.decoded.Add(float64(n)) })}
 	localBytes := s.m.bytesRead.WithLabelValues("local")
 	s.auditOpts = []audit.Option{
 		audit.WithSource(s.srcOpts...),

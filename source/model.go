@@ -233,17 +233,28 @@ func (m *Model) Warnings() []string {
 
 // openContainer opens a Compressed object's original: through the
 // decompressor registered with the root package, or, when the caller
-// bounds the header, through compressed.NewReaderAt with that bound, which
+// bounds the header or the original or counts, through compressed.NewReaderAt with
+// those bounds, which
 // the registry's Open cannot pass (the container parses the original's
 // header to check its size: a few KiB of container may hold a 100 MB
 // header).
 func (o *Object) openContainer(c *config) (io.ReaderAt, int64, error) {
-	if c.maxHeader <= 0 {
+	if c.maxHeader <= 0 && c.expand == nil && c.onDecode == nil {
 		return o.container.Open(o, o.Size, o.Name)
 	}
-	ra, err := compressed.NewReaderAt(o, o.Size, compressed.WithName(o.Name), compressed.WithMaxHeaderSize(c.maxHeader))
+	copts := []compressed.ReadOption{compressed.WithName(o.Name)}
+	if c.maxHeader > 0 {
+		copts = append(copts, compressed.WithMaxHeaderSize(c.maxHeader))
+	}
+	if c.expand != nil {
+		copts = append(copts, compressed.WithMaxSize(c.expand.bound(o.Size)))
+	}
+	if c.onDecode != nil {
+		copts = append(copts, compressed.WithDecodeCounter(c.onDecode))
+	}
+	ra, err := compressed.NewReaderAt(o, o.Size, copts...)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, c.expandedLimit(err, o.Size)
 	}
 	return ra, ra.Size(), nil
 }

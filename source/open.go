@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path"
@@ -11,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/compressed"
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/remote/blobstore"
 	"github.com/gosafetensors/safetensors/torch"
@@ -28,6 +30,8 @@ type config struct {
 	torch     []torch.Option
 	hubCache  *string // nil: the default cache; "": none
 	maxHeader int64   // 0: safetensors.DefaultMaxHeaderSize
+	expand    *expandLimit
+	onDecode  func(n int64)
 }
 
 func buildConfig(opts []Option) (config, error) {
@@ -70,6 +74,81 @@ func WithMaxHeaderSize(n int64) Option {
 		c.maxHeader = n
 		return nil
 	}
+}
+
+// ErrExpandedLimit is wrapped by the error of a compressed file whose
+// original is larger than [WithMaxExpanded] allows: the file was not
+// judged, a service's bound on the work one input may cost. The error
+// also wraps compressed.ErrMaxSize.
+var ErrExpandedLimit = errors.New("source: compressed file decompresses to more than the limit")
+
+// ExpansionSlack is what any compressed file may decompress to beyond
+// [WithMaxExpanded]'s ratio: small files (and their headers) compress far
+// beyond any ratio weights reach.
+const ExpansionSlack = 64 << 20
+
+type expandLimit struct {
+	max, ratio int64
+	hint       string
+}
+
+// WithMaxExpanded bounds what a compressed file may decompress to: at most
+// n bytes and, unless ratio is 0, at most ratio times its compressed size
+// plus [ExpansionSlack]. The original's size is in the container's seek
+// table or index, so a file past the bound is refused when it is opened,
+// before any of it is decompressed (compressed.WithMaxSize), with an error
+// wrapping [ErrExpandedLimit]; one within it decompresses (a whole-container
+// check, compressed.ReaderAt.Verify, included) no more than the bound. hint,
+// if not empty, ends the error's message (e.g. the flag that sets the
+// limit). Weights compress 1.3 to 2 times; a few KiB of zeros may claim a GiB.
+func WithMaxExpanded(n, ratio int64, hint string) Option {
+	return func(c *config) error {
+		if n < 1 || ratio < 0 {
+			return fmt.Errorf("source: WithMaxExpanded(%d, %d): want a maximum of at least 1 and a ratio of 0 or more", n, ratio)
+		}
+		c.expand = &expandLimit{max: n, ratio: ratio, hint: hint}
+		return nil
+	}
+}
+
+// WithDecodeCounter calls f with the decompressed size of every frame or
+// chunk of a compressed file decoded (compressed.WithDecodeCounter): what
+// reading and checking compressed inputs cost.
+func WithDecodeCounter(f func(n int64)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("source: WithDecodeCounter(nil)")
+		}
+		c.onDecode = f
+		return nil
+	}
+}
+
+// bound is the largest original a compressed file of size bytes may have.
+func (e *expandLimit) bound(size int64) int64 {
+	if e.ratio == 0 || size > (math.MaxInt64-ExpansionSlack)/e.ratio {
+		return e.max
+	}
+	return min(e.max, size*e.ratio+ExpansionSlack)
+}
+
+// expandedLimit marks a compressed original past the caller's bound.
+func (c *config) expandedLimit(err error, size int64) error {
+	if c.expand == nil || !errors.Is(err, compressed.ErrMaxSize) {
+		return err
+	}
+	e := c.expand
+	var why []string
+	if e.ratio > 0 {
+		why = append(why, fmt.Sprintf("the least of %d bytes and %d times its %d compressed bytes plus %d MiB", e.max, e.ratio, size, ExpansionSlack>>20))
+	}
+	if e.hint != "" {
+		why = append(why, e.hint)
+	}
+	if len(why) == 0 {
+		return fmt.Errorf("%w: %w", ErrExpandedLimit, err)
+	}
+	return fmt.Errorf("%w: %w (%s)", ErrExpandedLimit, err, strings.Join(why, "; "))
 }
 
 // headerOptions are the safetensors reader's options for c.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -22,6 +23,8 @@ type serveFlags struct {
 	allowLocations, allowAddrs      []string
 	hubRedirects                    []string
 	maxUpload, maxHeader            string
+	maxExpanded                     string
+	maxExpansion                    int64
 	maxConcurrent, maxQueued        int
 	auditTimeout, drainTimeout      time.Duration
 	drainDelay                      time.Duration
@@ -66,7 +69,9 @@ https://*.huggingface.co/**). Connections to loopback, link-local
 resolution and on every redirect, unless an --allow-address prefix allows
 them.
 
-Uploads are spooled to disk (--spool-dir) up to --max-upload; audits run
+Uploads are spooled to disk (--spool-dir) up to --max-upload; a compressed
+file may decompress to --max-expanded and --max-expansion times its size
+(an audit decompresses it whole), else its verdict is error; audits run
 --max-concurrent at a time with --max-queued waiting, each within
 --audit-timeout; past that the service answers 503 with Retry-After. Logs
 are JSON lines on stderr and never hold a token. SIGTERM (or Ctrl-C)
@@ -105,6 +110,8 @@ writes one JSON result per version to --results; see docs/queue.md.
 	f.StringVar(&fl.spoolDir, "spool-dir", os.TempDir(), "spool uploads in `DIR`")
 	f.StringVar(&fl.maxUpload, "max-upload", "8GiB", "largest upload accepted (`SIZE`)")
 	f.StringVar(&fl.maxHeader, "max-header", "16MiB", "largest safetensors header an audit reads (`SIZE`, decompressed; parsing costs about 10x in memory)")
+	f.StringVar(&fl.maxExpanded, "max-expanded", "", "largest original a compressed file may decompress to (`SIZE`; an audit decompresses it whole; default twice --max-upload)")
+	f.Int64Var(&fl.maxExpansion, "max-expansion", def.MaxExpansionRatio, "largest ratio of a compressed file's original to its size, beyond 64 MiB (0: none)")
 	f.IntVar(&fl.maxConcurrent, "max-concurrent", def.MaxConcurrent, "audits running at once")
 	f.IntVar(&fl.maxQueued, "max-queued", def.MaxQueued, "audits waiting for a slot before the service answers 503")
 	f.DurationVar(&fl.auditTimeout, "audit-timeout", def.AuditTimeout, "time one audit may take")
@@ -135,6 +142,17 @@ func runServe(cmd *cobra.Command, fl serveFlags) error {
 	lim.MaxUploadBytes, lim.MaxConcurrent, lim.MaxQueued = n, fl.maxConcurrent, fl.maxQueued
 	if lim.MaxModelHeader, err = parseSize(fl.maxHeader); err != nil || lim.MaxModelHeader < 1 {
 		return usageError("--max-header %q: want a size such as 16MiB", fl.maxHeader)
+	}
+	if fl.maxExpanded == "" {
+		lim.MaxExpandedBytes = math.MaxInt64
+		if n <= math.MaxInt64/2 {
+			lim.MaxExpandedBytes = 2 * n
+		}
+	} else if lim.MaxExpandedBytes, err = parseSize(fl.maxExpanded); err != nil || lim.MaxExpandedBytes < 1 {
+		return usageError("--max-expanded %q: want a size such as 16GiB", fl.maxExpanded)
+	}
+	if lim.MaxExpansionRatio = fl.maxExpansion; lim.MaxExpansionRatio < 0 {
+		return usageError("--max-expansion %d: want 0 or more", fl.maxExpansion)
 	}
 	lim.AuditTimeout, lim.DrainTimeout = fl.auditTimeout, fl.drainTimeout
 	if fl.drainDelay < 0 {
