@@ -122,6 +122,36 @@ writes one JSON result per version to --results; see docs/queue.md.
 	return cmd
 }
 
+// limits are the service's limits the flags set.
+func (fl serveFlags) limits() (serve.Limits, error) {
+	lim := serve.DefaultLimits()
+	n, err := parseSize(fl.maxUpload)
+	if err != nil || n < 1 {
+		return lim, usageError("--max-upload %q: want a size such as 512MiB", fl.maxUpload)
+	}
+	lim.MaxUploadBytes, lim.MaxConcurrent, lim.MaxQueued = n, fl.maxConcurrent, fl.maxQueued
+	if lim.MaxModelHeader, err = parseSize(fl.maxHeader); err != nil || lim.MaxModelHeader < 1 {
+		return lim, usageError("--max-header %q: want a size such as 16MiB", fl.maxHeader)
+	}
+	if fl.maxExpanded == "" {
+		lim.MaxExpandedBytes = math.MaxInt64
+		if n <= math.MaxInt64/2 {
+			lim.MaxExpandedBytes = 2 * n
+		}
+	} else if lim.MaxExpandedBytes, err = parseSize(fl.maxExpanded); err != nil || lim.MaxExpandedBytes < 1 {
+		return lim, usageError("--max-expanded %q: want a size such as 16GiB", fl.maxExpanded)
+	}
+	if lim.MaxExpansionRatio = fl.maxExpansion; lim.MaxExpansionRatio < 0 {
+		return lim, usageError("--max-expansion %d: want 0 or more", fl.maxExpansion)
+	}
+	lim.AuditTimeout, lim.DrainTimeout = fl.auditTimeout, fl.drainTimeout
+	if fl.drainDelay < 0 {
+		return lim, usageError("--drain-delay %v: want 0 or more", fl.drainDelay)
+	}
+	lim.DrainDelay = fl.drainDelay
+	return lim, nil
+}
+
 // defaultDrainDelay is --drain-delay's default: a few seconds for
 // balancers and Kubernetes' proxies to stop sending to a terminating
 // service (the library's default is 0).
@@ -134,31 +164,10 @@ func runServe(cmd *cobra.Command, fl serveFlags) error {
 	if err := fl.queue.unused(cmd); err != nil {
 		return err
 	}
-	lim := serve.DefaultLimits()
-	n, err := parseSize(fl.maxUpload)
-	if err != nil || n < 1 {
-		return usageError("--max-upload %q: want a size such as 512MiB", fl.maxUpload)
+	lim, err := fl.limits()
+	if err != nil {
+		return err
 	}
-	lim.MaxUploadBytes, lim.MaxConcurrent, lim.MaxQueued = n, fl.maxConcurrent, fl.maxQueued
-	if lim.MaxModelHeader, err = parseSize(fl.maxHeader); err != nil || lim.MaxModelHeader < 1 {
-		return usageError("--max-header %q: want a size such as 16MiB", fl.maxHeader)
-	}
-	if fl.maxExpanded == "" {
-		lim.MaxExpandedBytes = math.MaxInt64
-		if n <= math.MaxInt64/2 {
-			lim.MaxExpandedBytes = 2 * n
-		}
-	} else if lim.MaxExpandedBytes, err = parseSize(fl.maxExpanded); err != nil || lim.MaxExpandedBytes < 1 {
-		return usageError("--max-expanded %q: want a size such as 16GiB", fl.maxExpanded)
-	}
-	if lim.MaxExpansionRatio = fl.maxExpansion; lim.MaxExpansionRatio < 0 {
-		return usageError("--max-expansion %d: want 0 or more", fl.maxExpansion)
-	}
-	lim.AuditTimeout, lim.DrainTimeout = fl.auditTimeout, fl.drainTimeout
-	if fl.drainDelay < 0 {
-		return usageError("--drain-delay %v: want 0 or more", fl.drainDelay)
-	}
-	lim.DrainDelay = fl.drainDelay
 	logger, err := serveLogger(cmd, fl.logLevel)
 	if err != nil {
 		return err
