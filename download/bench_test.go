@@ -72,6 +72,9 @@ func TestBenchHelper(t *testing.T) {
 	if len(parts) > 3 && parts[3] == "nohash" {
 		opts = append(opts, withoutHashing())
 	}
+	if len(parts) > 3 && parts[3] == "earlydirect" {
+		opts = append(opts, withEarlyDirect())
+	}
 	if len(parts) > 3 && parts[3] == "nosync" {
 		opts = append(opts, withoutSync())
 	}
@@ -226,12 +229,24 @@ func BenchmarkPacedHub(b *testing.B) {
 	curl, _ := exec.LookPath("curl")
 	r := rounds{}
 	capAll := 16 * benchRate / 1e6
+	round := 0
 	for b.Loop() {
 		r.add("load_average", loadAverage())
 		loop := plainGETs(b, raw, 16, "")
 		link := plainGETs(b, paced, 16, "")
 		disk, diskCPU := ddSync(b, total)
-		dl := subprocessDownload(b, paced.srv.URL, 16, "")
+		var dl, ed dlRun
+		if round%2 == 0 {
+			dl = subprocessDownload(b, paced.srv.URL, 16, "")
+			ed = subprocessDownload(b, paced.srv.URL, 16, "earlydirect")
+		} else {
+			ed = subprocessDownload(b, paced.srv.URL, 16, "earlydirect")
+			dl = subprocessDownload(b, paced.srv.URL, 16, "")
+		}
+		round++
+		r.add("download16_earlydirect/min(cap,loopback)", ed.rate/min(capAll, loop))
+		r.add("download16_earlydirect_CPU_s/GB", ed.cpu)
+		r.add("peak_RSS_MB_earlydirect", ed.rss)
 		nosync := subprocessDownload(b, paced.srv.URL, 16, "nosync")
 		mem := subprocessDownload(b, paced.srv.URL, 16, "tmpfs")
 		limit := min(capAll, loop)
@@ -257,6 +272,7 @@ func BenchmarkPacedHub(b *testing.B) {
 			r.add("curl16_paced_disk_CPU_s/GB", c.cpu)
 			r.add("download16/curl16_paced_disk", dl.rate/c.rate)
 		}
+		b.Logf("round: early bytes written with O_DIRECT and read back from the disk: %.0f MB/s (%.2f CPU s/GB)", ed.rate, ed.cpu)
 		b.Logf("round: download %.0f MB/s (%.2f CPU s/GB, server %.2f, RSS %.0f MB), nosync %.0f, tmpfs %.0f (%.2f CPU s/GB), cap %.0f, loopback %.0f, paced GETs %.0f, disk %.0f",
 			dl.rate, dl.cpu, dl.server, dl.rss, nosync.rate, mem.rate, mem.cpu, capAll, loop, link, disk)
 	}
@@ -365,15 +381,24 @@ func BenchmarkLoopbackHub(b *testing.B) {
 	for b.Loop() {
 		r.add("load_average", loadAverage())
 		c := curlGETs(b, curl, raw, 16, true)
-		var dl, nohash dlRun
-		if round%2 == 0 { // each first in every other round
-			dl = subprocessDownload(b, raw.srv.URL, 16, "")
-			nohash = subprocessDownload(b, raw.srv.URL, 16, "nohash")
-		} else {
-			nohash = subprocessDownload(b, raw.srv.URL, 16, "nohash")
-			dl = subprocessDownload(b, raw.srv.URL, 16, "")
+		var dl, nohash, ed dlRun
+		modes := []string{"", "nohash", "earlydirect"}
+		for k := range modes {
+			switch m := modes[(k+round)%len(modes)]; m { // each first in turn
+			case "":
+				dl = subprocessDownload(b, raw.srv.URL, 16, m)
+			case "nohash":
+				nohash = subprocessDownload(b, raw.srv.URL, 16, m)
+			default:
+				ed = subprocessDownload(b, raw.srv.URL, 16, m)
+			}
 		}
 		round++
+		r.add("download16_read_back_to_hash", dl.early)
+		r.add("peak_RSS_MB", dl.rss)
+		r.add("download16_earlydirect/curl16", ed.rate/c.rate)
+		r.add("download16_earlydirect_CPU_s/GB", ed.cpu)
+		r.add("hashing_extra_time_earlydirect", nohash.rate/ed.rate-1)
 		goHash := goSHA256CPU()
 		r.add("curl16_MB/s", c.rate)
 		r.add("curl16_CPU_s/GB", c.cpu)
@@ -397,6 +422,7 @@ func BenchmarkLoopbackHub(b *testing.B) {
 		r.add("hashing_extra_time_bound", max(0, goHash-nohash.idle)/used)
 		r.add("hashing_extra_time_bound_idle_2cores", max(0, goHash-max(0, 2*wall-used))/2/wall)
 		r.add("machine_idle_CPU_s/GB_nohash", nohash.idle)
+		b.Logf("round: early bytes written with O_DIRECT and read back from the disk: %.0f MB/s (%.2f CPU s/GB)", ed.rate, ed.cpu)
 		b.Logf("round: download %.0f MB/s (%.2f CPU s/GB, server %.2f), nohash %.0f (%.2f, server %.2f), curl %.0f (%.2f), sha256sum %.2f s/GB, Go sha256 %.2f s/GB",
 			dl.rate, dl.cpu, dl.server, nohash.rate, nohash.cpu, nohash.server, c.rate, c.cpu, c.sha256sum, goHash)
 	}

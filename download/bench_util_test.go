@@ -33,3 +33,8 @@ func withoutHashing() Option { return func(c *config) error { c.noHash = true; r
 // withoutSync turns fdatasync of the data off: benchmarks only, to tell
 // the disk's share of a download's time from the network's.
 func withoutSync() Option { return func(c *config) error { c.noSync = true; return nil } }
+
+// withEarlyDirect writes the bytes that arrive early with O_DIRECT too
+// and reads them back from the disk (the engine before they went through
+// the page cache): benchmarks only, to compare the two in one run.
+func withEarlyDirect() Option { return func(c *config) error { c.earlyDirect = true; return nil } }

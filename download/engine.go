@@ -65,6 +65,8 @@ type target struct {
 	durable      rangeSet  // bytes the journal records
 	pending      rangeSet  // written, not yet in the journal
 	pendingBytes int64
+	cached       rangeSet // written through the page cache, not yet hashed
+	dropped      int64    // bytes [0, dropped) were dropped from the page cache
 }
 
 func (t *target) journalPath() string { return t.Part + ".journal" }
@@ -76,6 +78,7 @@ type engine struct {
 	streamBuf   int
 	noHash      bool // benchmarks only: hashing off, to measure its cost
 	noSync      bool // benchmarks only: no fdatasync of the data, to measure the disk's share
+	earlyDirect bool // benchmarks only: early bytes written with O_DIRECT and read back from the disk
 	progress    func(Progress)
 
 	moved    atomic.Int64 // bytes written this run
@@ -442,23 +445,41 @@ func aligned(b []byte, off int64) bool {
 	return len(b) > 0 && off%directAlign == 0 && len(b)%directAlign == 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%directAlign == 0
 }
 
-// writeAt writes b at off: with O_DIRECT where the file has it and b is
-// aligned (every piece of a stream buffer but a file's last), so that the
-// bytes go from the buffer to the device without a page-cache page each —
-// on a VM, fresh page-cache pages cost 0.3-3 CPU-seconds per GB, a direct
-// write 0.2 — and through the page cache otherwise. A direct write that
-// fails (a device that wants more alignment) is made again through the
-// page cache, and the file's later writes too.
+// writeAt writes b at off. Bytes that come next in the file's hash
+// order (the worker hashes them from b right after) go with O_DIRECT
+// where the file has it and b is aligned (every piece of a stream buffer
+// but a file's last), from the buffer to the device without a page-cache
+// page each — on a VM, fresh page-cache pages cost 0.3-3 CPU-seconds per
+// GB, a direct write 0.2. Bytes that arrive early (before their
+// predecessors) go through the page cache: the hasher reads them back
+// soon, and from memory that is a copy, where a direct read-back waits
+// for the disk in the hasher's path; the committer drops them from the
+// cache once they are hashed and durable. A direct write that fails (a
+// device that wants more alignment) is made again through the page
+// cache, and the file's later writes too.
 func (t *target) writeAt(e *engine, b []byte, off int64) error {
-	if t.direct != nil && !t.buffer.Load() && aligned(b, off) {
+	if t.direct != nil && !t.buffer.Load() && aligned(b, off) && (e.earlyDirect || !t.early(off)) {
 		if _, err := t.direct.WriteAt(b, off); err == nil {
 			e.direct.Add(int64(len(b)))
 			return nil
 		}
 		t.buffer.Store(true)
 	}
-	_, err := t.f.WriteAt(b, off)
-	return err
+	if _, err := t.f.WriteAt(b, off); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.cached.add(off, off+int64(len(b)))
+	t.mu.Unlock()
+	return nil
+}
+
+// early reports whether bytes at off would be hashed by reading them
+// back: hashing is on and they are not the next ones to hash.
+func (t *target) early(off int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.h != nil && off != t.hashed
 }
 
 // readPiece bounds a read of a source that cannot stream (a bucket
@@ -571,6 +592,7 @@ func (t *target) commit(noSync bool) (int64, error) {
 	spans := t.pending.take()
 	n := t.pendingBytes
 	t.pendingBytes = 0
+	hashed := t.hashed
 	t.mu.Unlock()
 	if t.finished || t.f == nil || len(spans) == 0 {
 		return n, nil
@@ -579,6 +601,12 @@ func (t *target) commit(noSync bool) (int64, error) {
 		if err := datasync(t.f); err != nil {
 			return n, err
 		}
+	}
+	// Bytes below hashed were written before the sync: clean now, and
+	// not needed again.
+	if hashed > t.dropped {
+		dropCache(t.f, t.dropped, hashed)
+		t.dropped = hashed
 	}
 	for _, s := range spans {
 		t.durable.add(s.Off, s.End)
@@ -630,6 +658,7 @@ func (e *engine) hashAndFinish(ctx context.Context, t *target) error {
 		}
 		if t.h == nil {
 			t.hashed = end
+			t.cached.trim(end)
 			continue
 		}
 		from := t.hashed
@@ -647,6 +676,7 @@ func (e *engine) hashAndFinish(ctx context.Context, t *target) error {
 			return err
 		}
 		t.hashed = end
+		t.cached.trim(end)
 	}
 	t.mu.Unlock()
 	if t.h != nil {
@@ -659,17 +689,29 @@ func (e *engine) hashAndFinish(ctx context.Context, t *target) error {
 }
 
 // readBack hashes bytes [from, end) of the partial file, reading them
-// through buf. The caller holds t.hashing. Bytes written with O_DIRECT
-// are not in the page cache: they are read back with O_DIRECT too, in
-// aligned blocks of which only [from, end) is hashed (a buffered read
-// would put each into a fresh page-cache page, the cost the direct write
-// avoided). The kernel writes back dirty cached pages of a range before
-// a direct read of it, so bytes written either way read back alike.
+// through buf. The caller holds t.hashing. Bytes written through the page
+// cache (those that arrived early) are read from it: a copy. Bytes
+// written with O_DIRECT are not in the page cache: they are read back
+// with O_DIRECT too, in aligned blocks of which only [from, end) is
+// hashed (a buffered read would put each into a fresh page-cache page,
+// the cost the direct write avoided). The kernel writes back dirty cached
+// pages of a range before a direct read of it, so bytes written either
+// way read back alike whichever way they are read.
 func (t *target) readBack(ctx context.Context, buf []byte, from, end int64) error {
 	for from < end {
-		b := t.readBackDirect(buf, from, end)
+		t.mu.Lock()
+		cachedTo, next := t.cached.reach(from), t.cached.next(from)
+		t.mu.Unlock()
+		var b []byte
+		if cachedTo == from { // not in the cache: direct where it can
+			b = t.readBackDirect(buf, from, min(end, next))
+		}
 		if b == nil {
-			b = buf[:min(int64(len(buf)), end-from)]
+			lim := min(end, next)
+			if cachedTo > from {
+				lim = min(end, cachedTo)
+			}
+			b = buf[:min(int64(len(buf)), lim-from)]
 			if n, err := t.f.ReadAt(b, from); n < len(b) {
 				if err == nil {
 					err = io.ErrUnexpectedEOF
@@ -731,6 +773,9 @@ func (t *target) finish(noSync bool) error {
 	var err error
 	if !noSync {
 		err = t.f.Sync()
+	}
+	if err == nil && t.dropped < t.Size {
+		dropCache(t.f, t.dropped, t.Size) // synced: clean
 	}
 	if cerr := t.f.Close(); err == nil {
 		err = cerr

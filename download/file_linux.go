@@ -42,3 +42,9 @@ func openDirect(path string) *os.File {
 	}
 	return f
 }
+
+// dropCache asks the kernel to drop f's cached pages of [off, end) (the
+// clean ones; dirty ones are queued for write-back).
+func dropCache(f *os.File, off, end int64) {
+	unix.Fadvise(int(f.Fd()), off, end-off, unix.FADV_DONTNEED)
+}

@@ -250,7 +250,7 @@ func resumed(ts []*target) int64 {
 }
 
 func newEngine(cfg *config) *engine {
-	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(streamBufSize, cfg.chunk/4)), noHash: cfg.noHash, noSync: cfg.noSync, progress: cfg.progress}
+	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(streamBufSize, cfg.chunk/4)), noHash: cfg.noHash, noSync: cfg.noSync, earlyDirect: cfg.earlyDirect, progress: cfg.progress}
 }
 
 func cacheFor(cfg *config) (*hfcache.Cache, error) {

@@ -38,6 +38,7 @@ type config struct {
 	progress    func(Progress)
 	noHash      bool
 	noSync      bool
+	earlyDirect bool
 }
 
 func buildConfig(opts []Option) (config, error) {

@@ -1,5 +1,7 @@
 package download
 
+import "math"
+
 // span is the bytes [Off, End) of a file.
 type span struct{ Off, End int64 }
 
@@ -80,4 +82,27 @@ func (r *rangeSet) take() []span {
 	s := r.s
 	r.s = nil
 	return s
+}
+
+// next returns the start of the first span that begins after off, or
+// the largest int64 if none does.
+func (r *rangeSet) next(off int64) int64 {
+	for _, s := range r.s {
+		if s.Off > off {
+			return s.Off
+		}
+	}
+	return math.MaxInt64
+}
+
+// trim removes the offsets below off.
+func (r *rangeSet) trim(off int64) {
+	i := 0
+	for i < len(r.s) && r.s[i].End <= off {
+		i++
+	}
+	r.s = r.s[i:]
+	if len(r.s) > 0 && r.s[0].Off < off {
+		r.s[0].Off = off
+	}
 }
