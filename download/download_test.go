@@ -265,25 +265,8 @@ func directHere(t *testing.T) bool {
 // through the page cache beside them, are read back for hashing exactly,
 // for ranges that start and end anywhere.
 func TestReadBackDirect(t *testing.T) {
-	if !directHere(t) {
-		t.Skip("no O_DIRECT in the temporary directory")
-	}
 	size := int64(5*directAlign + 123)
-	data := make([]byte, size)
-	for i := range data {
-		data[i] = byte(i*7 + i>>9)
-	}
-	part := filepath.Join(t.TempDir(), "f.partial")
-	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := preallocate(f, size); err != nil {
-		t.Fatal(err)
-	}
-	tg := &target{Name: "f", Part: part, Size: size, f: f, direct: openDirect(part)}
-	defer tg.closeDirect()
+	tg, data := directPartial(t, size)
 	e := &engine{}
 	buf := alignedBuf(2 * directAlign)
 	copy(buf, data[:2*directAlign])
@@ -317,25 +300,9 @@ func TestReadBackDirect(t *testing.T) {
 // (a copy, not a wait on the disk), while the next bytes to hash go with
 // O_DIRECT; read back, both hash to the file's digest.
 func TestEarlyBytesCached(t *testing.T) {
-	if !directHere(t) {
-		t.Skip("no O_DIRECT in the temporary directory")
-	}
 	size := int64(4 * directAlign)
-	data := make([]byte, size)
-	for i := range data {
-		data[i] = byte(i*13 + i>>10)
-	}
-	part := filepath.Join(t.TempDir(), "f.partial")
-	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := preallocate(f, size); err != nil {
-		t.Fatal(err)
-	}
-	tg := &target{Name: "f", Part: part, Size: size, f: f, direct: openDirect(part), h: sha256.New()}
-	defer tg.closeDirect()
+	tg, data := directPartial(t, size)
+	tg.h = sha256.New()
 	e := &engine{}
 	early := alignedBuf(2 * directAlign)
 	copy(early, data[2*directAlign:])
@@ -362,6 +329,32 @@ func TestEarlyBytesCached(t *testing.T) {
 	if got := tg.h.Sum(nil); !bytes.Equal(got, want[:]) {
 		t.Fatal("early bytes read back wrong")
 	}
+}
+
+// directPartial returns a target whose preallocated partial file of
+// size bytes is open with and without O_DIRECT, and the bytes to write
+// to it; it skips the test where the temporary directory has no
+// O_DIRECT.
+func directPartial(t *testing.T, size int64) (*target, []byte) {
+	if !directHere(t) {
+		t.Skip("no O_DIRECT in the temporary directory")
+	}
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	part := filepath.Join(t.TempDir(), "f.partial")
+	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := preallocate(f, size); err != nil {
+		t.Fatal(err)
+	}
+	tg := &target{Name: "f", Part: part, Size: size, f: f, direct: openDirect(part)}
+	t.Cleanup(tg.closeDirect)
+	return tg, data
 }
 
 // alignedBuf returns n bytes starting at a multiple of directAlign.
