@@ -299,7 +299,10 @@ func WithPool(p *blobstore.Pool) Option {
 }
 
 // WithAudit passes options to the audit of each object (torch limits, the
-// source options of a safetensors file's validation).
+// source options of a safetensors file's validation). A service passes its
+// bounds here (serve.Limits.AuditOptions: header size, decompressed size);
+// an object past one of them gets its "error" result at once, on the
+// first delivery.
 func WithAudit(opts ...audit.Option) Option {
 	return func(c *config) error { c.audit = append(c.audit, opts...); return nil }
 }

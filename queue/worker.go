@@ -396,11 +396,20 @@ func (w *Worker) process(ctx context.Context, ev *Event, attempt int, last bool)
 	switch {
 	case ctx.Err() != nil:
 		return stopped
-	case r.Verdict == audit.Error && !r.Changed && !last:
+	case r.Verdict == audit.Error && !r.Changed && !last && !overLimit(r.Err):
 		w.log.Info("audit failed: will be tried again", "key", key, "location", redact(loc), "attempt", attempt, "error", r.Error)
 		return retry
 	}
 	return w.store(ctx, key, &r, last)
+}
+
+// overLimit reports whether an audit stopped at one of the bounds on what
+// one input may cost (a header larger than the limit, a compressed file
+// decompressing past it: source.ErrHeaderLimit, source.ErrExpandedLimit).
+// The object's own bytes decide that, so another delivery would end the
+// same: the result is written at once.
+func overLimit(err error) bool {
+	return errors.Is(err, source.ErrHeaderLimit) || errors.Is(err, source.ErrExpandedLimit)
 }
 
 // audit reads the version of the object the event names, and only it.

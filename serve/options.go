@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gosafetensors/safetensors"
+	"github.com/gosafetensors/safetensors/audit"
+	"github.com/gosafetensors/safetensors/source"
 	"github.com/gosafetensors/safetensors/torch"
 )
 
@@ -102,6 +104,24 @@ func DefaultLimits() Limits {
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		DrainTimeout:      30 * time.Second,
+	}
+}
+
+// AuditOptions are the options an audit within l takes: the header and
+// decompression bounds (their errors name the service's flags: --max-header,
+// --max-expanded, --max-expansion) and the scanner's caps. The service's
+// own audits use them, and so do the audits of a queue worker
+// (queue.WithAudit), so that an object is held to the same bounds however
+// it arrives. Counters, clients and roots are the caller's to add.
+func (l Limits) AuditOptions() []audit.Option {
+	return []audit.Option{audit.WithSource(l.sourceOptions()...), audit.WithTorch(torch.WithLimits(l.Scan))}
+}
+
+// sourceOptions are the bounds of l on opening a model.
+func (l Limits) sourceOptions() []source.Option {
+	return []source.Option{
+		source.WithMaxHeaderSize(l.MaxModelHeader, "set by the service's --max-header"),
+		source.WithMaxExpanded(l.MaxExpandedBytes, l.MaxExpansionRatio, "set by the service's --max-expanded and --max-expansion"),
 	}
 }
 

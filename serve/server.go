@@ -33,7 +33,6 @@ import (
 	"github.com/gosafetensors/safetensors/remote"
 	"github.com/gosafetensors/safetensors/remote/blobstore"
 	"github.com/gosafetensors/safetensors/source"
-	"github.com/gosafetensors/safetensors/torch"
 )
 
 // Server is the audit service. Make one with [New]; serve it with
@@ -121,17 +120,17 @@ func New(opts ...Option) (*Server, error) {
 	if s.pool, err = blobstore.NewPool(); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s.srcOpts = []source.Option{source.WithRemote(ropts...), source.WithHub(hub), source.WithBlob(blobstore.WithPool(s.pool)),
-		source.WithMaxHeaderSize(c.limits.MaxModelHeader),
-		source.WithMaxExpanded(c.limits.MaxExpandedBytes, c.limits.MaxExpansionRatio, "set by the service's --max-expanded and --max-expansion"),
+	// the limits' bounds (Limits.AuditOptions, which queue workers share)
+	// and the service's own readers and counters
+	own := []source.Option{source.WithRemote(ropts...), source.WithHub(hub), source.WithBlob(blobstore.WithPool(s.pool)),
 		source.WithDecodeCounter(func(n int64) { s.m.decoded.Add(float64(n)) })}
+	s.srcOpts = append(c.limits.sourceOptions(), own...)
 	localBytes := s.m.bytesRead.WithLabelValues("local")
-	s.auditOpts = []audit.Option{
-		audit.WithSource(s.srcOpts...),
-		audit.WithTorch(torch.WithLimits(c.limits.Scan)),
+	s.auditOpts = append(c.limits.AuditOptions(),
+		audit.WithSource(own...),
 		audit.WithReadCounter(func(n int) { localBytes.Add(float64(n)) }),
 		audit.WithPool(s.pool),
-	}
+	)
 	if c.root != "" {
 		r, err := os.OpenRoot(c.root)
 		if err != nil {

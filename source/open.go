@@ -22,16 +22,17 @@ import (
 type Option func(*config) error
 
 type config struct {
-	remote    []remote.Option
-	blob      []blobstore.Option
-	subfolder string
-	hub       *remote.Hub
-	torchKey  string
-	torch     []torch.Option
-	hubCache  *string // nil: the default cache; "": none
-	maxHeader int64   // 0: safetensors.DefaultMaxHeaderSize
-	expand    *expandLimit
-	onDecode  func(n int64)
+	remote     []remote.Option
+	blob       []blobstore.Option
+	subfolder  string
+	hub        *remote.Hub
+	torchKey   string
+	torch      []torch.Option
+	hubCache   *string // nil: the default cache; "": none
+	maxHeader  int64   // 0: safetensors.DefaultMaxHeaderSize
+	headerHint string  // ends the message of a header past maxHeader
+	expand     *expandLimit
+	onDecode   func(n int64)
 }
 
 func buildConfig(opts []Option) (config, error) {
@@ -65,13 +66,14 @@ var ErrHeaderLimit = errors.New("source: safetensors header larger than the limi
 // bytes (decompressed, for a compressed file), checked from the 8-byte
 // length before the header is read: parsing a header costs memory in
 // proportion to it (about 10 times its length), whatever the file's size on
-// the wire. The default is safetensors.DefaultMaxHeaderSize.
-func WithMaxHeaderSize(n int64) Option {
+// the wire. The default is safetensors.DefaultMaxHeaderSize. hint, if not
+// empty, ends the error's message (e.g. the flag that sets the limit).
+func WithMaxHeaderSize(n int64, hint string) Option {
 	return func(c *config) error {
 		if n < 1 {
 			return fmt.Errorf("source: WithMaxHeaderSize(%d): want at least 1", n)
 		}
-		c.maxHeader = n
+		c.maxHeader, c.headerHint = n, hint
 		return nil
 	}
 }
@@ -163,6 +165,9 @@ func (c *config) headerOptions(name string) []safetensors.Option {
 // headerLimit marks a header past the caller's limit.
 func (c *config) headerLimit(err error) error {
 	if c.maxHeader > 0 && errors.Is(err, safetensors.ErrHeaderTooLarge) {
+		if c.headerHint != "" {
+			return fmt.Errorf("%w (%d bytes; %s): %w", ErrHeaderLimit, c.maxHeader, c.headerHint, err)
+		}
 		return fmt.Errorf("%w (%d bytes): %w", ErrHeaderLimit, c.maxHeader, err)
 	}
 	return err

@@ -47,52 +47,21 @@ func TestServeQueueUsage(t *testing.T) {
 // fields are byte for byte what scan --json prints for the same bytes;
 // SIGTERM drains and exits 0.
 func TestServeQueue(t *testing.T) {
-	s3 := s3test.Start(t, "uploads")
-	ns, err := embedded.Start(embedded.WithStoreDir(t.TempDir()), embedded.WithAddr("127.0.0.1:0"), embedded.WithSyncAlways(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	results := t.TempDir()
-	pr, pw := io.Pipe()
-	codes := make(chan int, 1)
-	go func() {
-		codes <- run([]string{"serve", "--queue", ns.ClientURL() + "/uploads.events", "--results", "file://" + filepath.ToSlash(results),
-			"--event-location", "s3://{bucket}/{key}?" + s3.Query(),
-			"--ack-wait", "5s", "--max-concurrent", "2"}, io.Discard, pw)
-		pw.Close()
-	}()
-	go io.Copy(io.Discard, pr)
-	waitUntil(t, "the worker's consumer", func() bool {
-		_, err := js.Consumer(context.Background(), queue.DefaultStream, queue.DefaultConsumer)
-		return err == nil
-	})
+	q := startQueueWorker(t, "--ack-wait", "5s", "--max-concurrent", "2")
 	files := []string{"torch/tiny_transformer.bin", "malicious/reduce_posix_system_p2.pkl", "broken/truncated_zip_half.bin", "torch/tiny_transformer.safetensors"}
 	for i, f := range files {
 		b, err := os.ReadFile("../../testdata/" + f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := "in/" + f
-		s3.Put(t, "uploads", key, b)
-		sum := md5.Sum(b)
-		ev := fmt.Sprintf(`{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"uploads"},"object":{"key":%q,"size":%d,"eTag":%q,"sequencer":"%02d"}}}]}`,
-			url.QueryEscape(key), len(b), hex.EncodeToString(sum[:]), i)
-		if _, err := js.Publish(context.Background(), "uploads.events", []byte(ev)); err != nil {
-			t.Fatal(err)
-		}
+		q.upload(t, "in/"+f, b, i)
 	}
+	results := q.results
 	waitUntil(t, "4 results", func() bool {
 		m, _ := filepath.Glob(filepath.Join(results, "uploads", "*.json"))
 		return len(m) == len(files)
 	})
-	sigtermExitsZero(t, codes)
+	sigtermExitsZero(t, q.codes)
 	for _, f := range files {
 		b, _ := os.ReadFile("../../testdata/" + f)
 		sum := md5.Sum(b)
@@ -121,6 +90,62 @@ func TestServeQueue(t *testing.T) {
 			t.Errorf("%s: %s", f, doc)
 		}
 	}
+}
+
+// queueWorker is safetensors serve --queue running in the test's process
+// against a real NATS server with JetStream and gofakes3 (bucket
+// "uploads"), both on loopback, until the test sends SIGTERM
+// (sigtermExitsZero).
+type queueWorker struct {
+	s3      *s3test.Server
+	js      jetstream.JetStream
+	results string   // the --results directory
+	codes   chan int // the command's exit code
+}
+
+// startQueueWorker starts serve --queue with args besides the queue,
+// results and event location, and waits until its consumer exists.
+func startQueueWorker(t *testing.T, args ...string) *queueWorker {
+	t.Helper()
+	q := &queueWorker{s3: s3test.Start(t, "uploads"), results: t.TempDir(), codes: make(chan int, 1)}
+	ns, err := embedded.Start(embedded.WithStoreDir(t.TempDir()), embedded.WithAddr("127.0.0.1:0"), embedded.WithSyncAlways(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	q.js, _ = jetstream.New(nc)
+	pr, pw := io.Pipe()
+	go func() {
+		q.codes <- run(append([]string{"serve", "--queue", ns.ClientURL() + "/uploads.events", "--results", "file://" + filepath.ToSlash(q.results),
+			"--event-location", "s3://{bucket}/{key}?" + q.s3.Query()}, args...), io.Discard, pw)
+		pw.Close()
+	}()
+	go io.Copy(io.Discard, pr)
+	waitUntil(t, "the worker's consumer", func() bool {
+		_, err := q.js.Consumer(context.Background(), queue.DefaultStream, queue.DefaultConsumer)
+		return err == nil
+	})
+	return q
+}
+
+// upload stores data as uploads/key and publishes S3's event for it (seq
+// its sequencer); it returns the ETag.
+func (q *queueWorker) upload(t *testing.T, key string, data []byte, seq int) string {
+	t.Helper()
+	q.s3.Put(t, "uploads", key, data)
+	sum := md5.Sum(data)
+	etag := hex.EncodeToString(sum[:])
+	ev := fmt.Sprintf(`{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"uploads"},"object":{"key":%q,"size":%d,"eTag":%q,"sequencer":"%02d"}}}]}`,
+		url.QueryEscape(key), len(data), etag, seq)
+	if _, err := q.js.Publish(context.Background(), "uploads.events", []byte(ev)); err != nil {
+		t.Fatal(err)
+	}
+	return etag
 }
 
 // sigtermExitsZero sends this process SIGTERM and waits for the command

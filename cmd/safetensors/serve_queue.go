@@ -80,6 +80,11 @@ func runQueue(cmd *cobra.Command, fl serveFlags) error {
 	if q.results == "" {
 		return usageError("--queue needs --results URL: where the result documents go")
 	}
+	// the bounds of the HTTP service's audits, from the same flags
+	lim, err := fl.limits()
+	if err != nil {
+		return err
+	}
 	logger, err := serveLogger(cmd, fl.logLevel)
 	if err != nil {
 		return err
@@ -103,7 +108,8 @@ func runQueue(cmd *cobra.Command, fl serveFlags) error {
 	opts := []queue.Option{queue.WithSubject(subject), queue.WithStream(q.stream), queue.WithConsumer(q.consumer),
 		queue.WithReplicas(q.replicas), queue.WithResults(q.results), queue.WithEventLocation(q.location),
 		queue.WithConcurrency(fl.maxConcurrent), queue.WithAckWait(q.ackWait), queue.WithMaxDeliver(q.maxDeliver),
-		queue.WithAuditTimeout(fl.auditTimeout), queue.WithDrainTimeout(fl.drainTimeout), queue.WithLogger(logger)}
+		queue.WithAuditTimeout(lim.AuditTimeout), queue.WithDrainTimeout(lim.DrainTimeout), queue.WithLogger(logger),
+		queue.WithAudit(lim.AuditOptions()...)}
 	if len(q.buckets) > 0 {
 		opts = append(opts, queue.WithBuckets(q.buckets...))
 	}
