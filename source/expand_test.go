@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gosafetensors/safetensors"
@@ -32,17 +33,17 @@ func TestMaxExpanded(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func(opts ...source.Option) (*source.Model, int64, error) {
-		var n int64
+		var n atomic.Int64 // the counter is called from Verify's goroutines
 		o, err := source.NewObject("m.safetensors.zst", bytes.NewReader(zst.Bytes()), int64(zst.Len()), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := o.Model(ctx, append(opts, source.WithDecodeCounter(func(k int64) { n += k }))...)
+		m, err := o.Model(ctx, append(opts, source.WithDecodeCounter(func(k int64) { n.Add(k) }))...)
 		if err == nil {
 			err = m.Compressed.Verify(ctx)
 			m.Close()
 		}
-		return m, n, err
+		return m, n.Load(), err
 	}
 	size := int64(len(plain))
 	_, n, err := open(source.WithMaxExpanded(size-1, 0, "raise --max-expanded"))

@@ -115,7 +115,8 @@ func WithMaxExpanded(n, ratio int64, hint string) Option {
 
 // WithDecodeCounter calls f with the decompressed size of every frame or
 // chunk of a compressed file decoded (compressed.WithDecodeCounter): what
-// reading and checking compressed inputs cost.
+// reading and checking compressed inputs cost. f may be called from several
+// goroutines at once.
 func WithDecodeCounter(f func(n int64)) Option {
 	return func(c *config) error {
 		if f == nil {
