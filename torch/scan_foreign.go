@@ -24,7 +24,8 @@ import (
 // read as CPython reads it: its first pickle, decoded by the same inert
 // machine as Scan (an opcode walker going on where decoding stops), up to
 // where CPython's unpickler would raise (an unknown opcode, a stack
-// underflow, a name find_class cannot import, the end of the data), and
+// underflow, a name find_class cannot import, an EXT code: torch registers
+// no copyreg extension, the end of the data), and
 // nothing after, for torch.load stops there; if that pickle decodes to
 // torch's legacy magic number, the whole file is scanned as Scan does. A
 // file whose first bytes do not get torch.load to import or call anything
@@ -162,6 +163,16 @@ func (p exactPolicy) FindClass(module, name string, off int64) (any, error) {
 		return nil, &pickle.Error{Kind: pickle.ErrCorrupt, Offset: off, Msg: fmt.Sprintf("global %q.%q is not a name Python can import (find_class fails)", clip(module), clip(name))}
 	}
 	return p.policy.FindClass(module, name, off)
+}
+
+// Extension refuses every EXT1, EXT2 and EXT4 code as CPython does in a
+// torch process, whose copyreg extension registry is empty (neither the
+// standard library nor torch registers a code): the unpickler raises
+// "unregistered extension code" having imported nothing. A checkpoint's
+// own pickles are judged by the auditing policy, which refuses the codes
+// whatever the registry holds.
+func (p exactPolicy) Extension(code uint64, off int64) (any, error) {
+	return nil, &pickle.Error{Kind: pickle.ErrCorrupt, Offset: off, Msg: fmt.Sprintf("extension code %d is not registered in copyreg (torch registers none): the unpickler stops", code)}
 }
 
 // zeroBlock reports whether r's first tar block is all zeros (tarfile's

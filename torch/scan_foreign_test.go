@@ -12,6 +12,14 @@ import (
 // ScanForeign read them as torch's legacy path does, from byte 0, and stop
 // where CPython's unpickler stops.
 func TestScanForeign(t *testing.T) {
+	// a safetensors file whose header length's first byte is an EXT
+	// opcode (about 1 file in 85): the code is unregistered in a torch
+	// process, the unpickler raises, nothing is imported
+	extHeader := func(n int) []byte {
+		b := []byte{byte(n), byte(n >> 8), 0, 0, 0, 0, 0, 0}
+		b = append(b, `{"__metadata__":{"a":"b"}}`...)
+		return append(b, bytes.Repeat([]byte(" "), n-(len(b)-8))...)
+	}
 	read := func(p ...string) []byte {
 		b, err := os.ReadFile(filepath.Join(append([]string{testdata}, p...)...))
 		if err != nil {
@@ -39,6 +47,11 @@ func TestScanForeign(t *testing.T) {
 		{"protocol 0 pickle", read("malicious", "raw_pickle_p0.bin"), true, VerdictDangerous, "posix.system"},
 		{"protocol 0 legacy checkpoint", read("polyglot", "legacy_p0_notensor.pt"), true, VerdictInvalid, ""},
 		{"zip", read("torch", "dtypes.pt"), true, VerdictClean, ""},
+		{"safetensors, header length 0x282 (EXT1)", extHeader(0x282), false, VerdictClean, ""},
+		{"safetensors, header length 0x283 (EXT2)", extHeader(0x283), false, VerdictClean, ""},
+		{"safetensors, header length 0x384 (EXT4)", extHeader(0x384), false, VerdictClean, ""},
+		// the walk stops at the EXT code, as CPython does, before the REDUCE
+		{"EXT1 then a global", []byte("\x82\x05cposix\nsystem\n(tR."), false, VerdictClean, ""},
 		// INST is refused by the decoder; the exact walk goes on as CPython does
 		{"INST", []byte("(iposix\nsystem\n."), true, VerdictDangerous, "posix.system"},
 	} {

@@ -693,6 +693,13 @@ func (m *Machine) step(op Op, off int64) error {
 		if err != nil {
 			return err
 		}
+		if ep, ok := m.policy.(Extensions); ok {
+			v, err := ep.Extension(n, off)
+			if err != nil {
+				return err
+			}
+			return m.push(v)
+		}
 		name := fmt.Sprintf("<copyreg-extension>.%d", n)
 		if m.audit == nil {
 			return &Error{Kind: ErrNotAllowed, Offset: off, Global: name,

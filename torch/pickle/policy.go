@@ -28,6 +28,16 @@ type Constructor interface {
 	NewObj(cls, args any, off int64) (v any, ok bool, err error)
 }
 
+// Extensions is implemented by a Policy that knows copyreg's extension
+// registry, which EXT1, EXT2 and EXT4 look codes up in. Extension returns
+// what code names, pushed as FindClass's result is; an error stops the
+// machine, as CPython's unpickler raises "unregistered extension code".
+// Without it, a machine in audit mode reports the code (an Import of How
+// Extension, and a Call) and goes on, and a strict machine refuses it.
+type Extensions interface {
+	Extension(code uint64, off int64) (any, error)
+}
+
 // Auditor receives what a machine in audit mode, and the walker, find
 // beyond what they hand to the Policy.
 type Auditor interface {

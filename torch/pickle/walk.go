@@ -648,7 +648,10 @@ func (w *Walker) step(op Op, off int64) bool {
 		w.push(other)
 	case OpExt1, OpExt2, OpExt4:
 		code, ok := w.le(lenWidth(op))
-		if !ok {
+		if !ok || w.exact {
+			// in an exact walk, CPython's registry is empty (see
+			// SetExact): the code is unregistered and the unpickler
+			// raises before importing anything
 			return false
 		}
 		w.found++
@@ -788,8 +791,9 @@ func NewWalks(budget int64) *Walks {
 // from its start and that is nothing else (a file torch.load reads as a
 // pickle although it is another format), a walk ends where CPython's
 // unpickler would raise (an unknown opcode, a stack or MARK underflow the
-// walker saw in full, a name find_class cannot import, the end of the
-// data) instead of resynchronising at the next PROTO or STOP, which is
+// walker saw in full, a name find_class cannot import, an EXT code — a
+// torch process registers no copyreg extension —, the end of the data)
+// instead of resynchronising at the next PROTO or STOP, which is
 // for bytes no structure explains. Past a STOP the walk goes on with the
 // next pickle, as CPython would if the caller read on.
 func (ws *Walks) SetExact() { ws.exact = true }
