@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +71,25 @@ func TestBenchHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := []Option{WithHub(hub), WithCacheDir(parts[1]), WithConcurrency(n)}
+	// Suffixes of a mode (BenchmarkLoopbackModes' experiments): +bufK a
+	// stream buffer of K KiB, +procsN GOMAXPROCS N, +buffered no O_DIRECT.
+	if len(parts) > 3 {
+		mode, sfx, _ := strings.Cut(parts[3], "+")
+		for sfx != "" {
+			var x string
+			x, sfx, _ = strings.Cut(sfx, "+")
+			if k, err := strconv.Atoi(strings.TrimPrefix(x, "buf")); err == nil && strings.HasPrefix(x, "buf") {
+				opts = append(opts, func(c *config) error { c.streamBuf = k << 10; return nil })
+			} else if x == "buffered" {
+				opts = append(opts, func(c *config) error { c.noDirect = true; return nil })
+			} else if k, err := strconv.Atoi(strings.TrimPrefix(x, "procs")); err == nil && strings.HasPrefix(x, "procs") {
+				runtime.GOMAXPROCS(k)
+			} else {
+				t.Fatalf("unknown mode suffix %q", x)
+			}
+		}
+		parts[3] = mode
+	}
 	if len(parts) > 3 && parts[3] == "nohash" {
 		opts = append(opts, withoutHashing())
 	}
@@ -88,6 +109,17 @@ func TestBenchHelper(t *testing.T) {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if p := os.Getenv("GOSAFETENSORS_BENCH_TRACE"); p != "" { // runtime/trace of the download
+		if len(parts) > 3 && parts[3] != "" {
+			p += "." + parts[3]
+		}
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trace.Start(f)
+		defer trace.Stop()
 	}
 	res, err := Download(context.Background(), "hf://"+testRepo, opts...)
 	if err != nil {
@@ -401,6 +433,9 @@ func BenchmarkLoopbackHub(b *testing.B) {
 		r.add("hashing_extra_time_earlydirect", nohash.rate/ed.rate-1)
 		goHash := goSHA256CPU()
 		r.add("curl16_MB/s", c.rate)
+		r.add("curl16_then_fdatasync_MB/s", c.durable)
+		r.add("download16/curl16_then_fdatasync", dl.rate/c.durable)
+		r.add("download16_earlydirect/curl16_then_fdatasync", ed.rate/c.durable)
 		r.add("curl16_CPU_s/GB", c.cpu)
 		r.add("sha256sum_CPU_s/GB", c.sha256sum)
 		r.add("go_sha256_CPU_s/GB", goHash)
@@ -423,8 +458,8 @@ func BenchmarkLoopbackHub(b *testing.B) {
 		r.add("hashing_extra_time_bound_idle_2cores", max(0, goHash-max(0, 2*wall-used))/2/wall)
 		r.add("machine_idle_CPU_s/GB_nohash", nohash.idle)
 		b.Logf("round: early bytes written with O_DIRECT and read back from the disk: %.0f MB/s (%.2f CPU s/GB)", ed.rate, ed.cpu)
-		b.Logf("round: download %.0f MB/s (%.2f CPU s/GB, server %.2f), nohash %.0f (%.2f, server %.2f), curl %.0f (%.2f), sha256sum %.2f s/GB, Go sha256 %.2f s/GB",
-			dl.rate, dl.cpu, dl.server, nohash.rate, nohash.cpu, nohash.server, c.rate, c.cpu, c.sha256sum, goHash)
+		b.Logf("round: download %.0f MB/s (%.2f CPU s/GB, server %.2f), nohash %.0f (%.2f, server %.2f), curl %.0f (%.2f; %.0f with its files synced), sha256sum %.2f s/GB, Go sha256 %.2f s/GB, load %.1f",
+			dl.rate, dl.cpu, dl.server, nohash.rate, nohash.cpu, nohash.server, c.rate, c.cpu, c.durable, c.sha256sum, goHash, loadAverage())
 	}
 	r.report(b)
 	b.SetBytes(total)
@@ -449,6 +484,7 @@ func goSHA256CPU() float64 {
 // curlRun is what the curl baseline did.
 type curlRun struct {
 	rate      float64 // MB/s
+	durable   float64 // MB/s until the files are also synced (fdatasync each), as a download's are
 	cpu       float64 // CPU seconds per GB, all curl processes
 	sha256sum float64 // CPU seconds per GB of sha256sum over the files
 }
@@ -495,6 +531,19 @@ func curlGETs(b *testing.B, curl string, h *hubFixture, n int, hash bool) curlRu
 	}
 	gb := float64(total) / 1e9
 	res := curlRun{rate: gb * 1e3 / time.Since(start).Seconds(), cpu: cpu.Seconds() / gb}
+	// curl leaves its bytes in the page cache (a GiB is far below the
+	// dirty limits); a download is done when its files are durable.
+	for _, out := range outs {
+		f, err := os.OpenFile(out, os.O_RDWR, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := datasync(f); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+	res.durable = gb * 1e3 / time.Since(start).Seconds()
 	if hash {
 		if sum, err := exec.LookPath("sha256sum"); err == nil {
 			cmd := exec.Command(sum, outs...)
@@ -505,4 +554,31 @@ func curlGETs(b *testing.B, curl string, h *hubFixture, n int, hash bool) curlRu
 		}
 	}
 	return res
+}
+
+// BenchmarkLoopbackModes (experiments): the download modes of
+// GOSAFETENSORS_BENCH_MODES (comma-separated: "" the download, nohash,
+// nosync, earlydirect, tmpfs, each with optional suffixes +bufK, +procsN, +buffered: no O_DIRECT),
+// each first in turn, uncapped, with their rates and CPU per GB.
+func BenchmarkLoopbackModes(b *testing.B) {
+	env := os.Getenv("GOSAFETENSORS_BENCH_MODES")
+	if env == "" {
+		b.Skip("set GOSAFETENSORS_BENCH_MODES, e.g. ',nohash,+buf512,+procs8'")
+	}
+	modes := strings.Split(env, ",")
+	raw, total := benchHub(b, pacedserver.Config{})
+	r := rounds{}
+	round := 0
+	for b.Loop() {
+		r.add("load_average", loadAverage())
+		for k := range modes {
+			m := modes[(k+round)%len(modes)]
+			d := subprocessDownload(b, raw.srv.URL, 16, m)
+			r.add(m+"_MB/s", d.rate)
+			r.add(m+"_CPU_s/GB", d.cpu)
+		}
+		round++
+	}
+	r.report(b)
+	b.SetBytes(total)
 }

@@ -79,6 +79,7 @@ type engine struct {
 	noHash      bool // benchmarks only: hashing off, to measure its cost
 	noSync      bool // benchmarks only: no fdatasync of the data, to measure the disk's share
 	earlyDirect bool // benchmarks only: early bytes written with O_DIRECT and read back from the disk
+	noDirect    bool // benchmarks only: no O_DIRECT, every byte through the page cache
 	progress    func(Progress)
 
 	moved    atomic.Int64 // bytes written this run
@@ -299,7 +300,9 @@ func (e *engine) prepare(ctx context.Context, t *target) error {
 	if t.resumed == t.Size {
 		return nil
 	}
-	t.direct = openDirect(t.Part)
+	if !e.noDirect {
+		t.direct = openDirect(t.Part)
+	}
 	r, err := t.open(ctx)
 	if err != nil {
 		return err

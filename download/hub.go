@@ -1,6 +1,7 @@
 package download
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -250,7 +251,7 @@ func resumed(ts []*target) int64 {
 }
 
 func newEngine(cfg *config) *engine {
-	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(streamBufSize, cfg.chunk/4)), noHash: cfg.noHash, noSync: cfg.noSync, earlyDirect: cfg.earlyDirect, progress: cfg.progress}
+	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(int64(cmp.Or(cfg.streamBuf, streamBufSize)), cfg.chunk/4)), noHash: cfg.noHash, noSync: cfg.noSync, earlyDirect: cfg.earlyDirect, noDirect: cfg.noDirect, progress: cfg.progress}
 }
 
 func cacheFor(cfg *config) (*hfcache.Cache, error) {

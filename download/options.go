@@ -39,6 +39,8 @@ type config struct {
 	noHash      bool
 	noSync      bool
 	earlyDirect bool
+	noDirect    bool
+	streamBuf   int // benchmarks only: another stream buffer size (0: streamBufSize)
 }
 
 func buildConfig(opts []Option) (config, error) {
