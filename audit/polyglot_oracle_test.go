@@ -112,3 +112,76 @@ func TestPolyglotOracle(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderCallOracle: valid safetensors files shaped like real models
+// whose header length's bytes, and the header JSON after them, are opcodes
+// that act on builtin values (internal/torchoracle.HeaderCallMutant),
+// judged by real torch. Where torch asks for nothing off the allowlist,
+// scan must say clean and validate must accept the file (CPython raises at
+// such a call having imported nothing: a false alarm there fails a CI gate
+// on a real model); where torch asks for a global, scan must name it.
+// GOSAFETENSORS_ORACLE_MUTANTS sets how many (default 40).
+func TestHeaderCallOracle(t *testing.T) {
+	n := torchoracle.Count(t, "GOSAFETENSORS_ORACLE_MUTANTS", 40)
+	seed := uint64(torchoracle.Count(t, "GOSAFETENSORS_ORACLE_SEED", 1))
+	if n == 0 {
+		t.Skip("GOSAFETENSORS_ORACLE_MUTANTS=0")
+	}
+	o := torchoracle.Require(t, torchoracle.Options{Allow: torchoracle.ScanAllowlist})
+	ctx := context.Background()
+	dir := t.TempDir()
+	stats := map[string]int{}
+	for i := range n {
+		data, desc := torchoracle.HeaderCallMutant(seed, i)
+		path := filepath.Join(dir, fmt.Sprintf("headercall-%d-%d.safetensors", seed, i))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := audit.ScanReader(ctx, path, bytes.NewReader(data), int64(len(data)))
+		var v *audit.ValidateReport
+		for x := range audit.Validate(ctx, path) {
+			v = x
+		}
+		res, err := o.Load(path)
+		os.Remove(path)
+		if err != nil {
+			t.Fatalf("mutant %d: oracle: %v", i, err)
+		}
+		var refused []string
+		for _, g := range res.Refused {
+			if torchoracle.ImportableGlobal(g) {
+				refused = append(refused, g)
+			}
+		}
+		stats[fmt.Sprintf("scan %s", r.Verdict)]++
+		if len(res.Globals) > 0 {
+			stats["torch asked for a global"]++
+		}
+		what := fmt.Sprintf("mutant %d of seed %d (%s)", i, seed, desc)
+		if len(res.Events) > 0 {
+			t.Errorf("%s: the oracle's backstop fired: %v", what, res.Events)
+		}
+		if len(refused) == 0 && r.Verdict != audit.Clean {
+			t.Errorf("%s: torch takes nothing from it (%s), but scan says %s: %v %v %q", what, res.Error, r.Verdict, r.Globals, r.DangerousOpcodes, r.Problems)
+		}
+		if _, err := safetensors.NewReader(bytes.NewReader(data), int64(len(data))); err != nil {
+			t.Fatalf("%s: the generator made an invalid file: %v", what, err)
+		}
+		if len(refused) == 0 && (v == nil || !v.Valid) {
+			t.Errorf("%s: torch takes nothing from it, but validate refuses it: %+v", what, v)
+		}
+		for _, g := range refused {
+			if !slices.ContainsFunc(r.Globals, func(x audit.Global) bool { return x.String() == g && x.Verdict != audit.Allowed }) {
+				t.Errorf("%s: torch asked for %s, scan (%s) does not name it", what, g, r.Verdict)
+			}
+		}
+	}
+	keys := make([]string, 0, len(stats))
+	for k := range stats {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Logf("%-30s %d", k, stats[k])
+	}
+}

@@ -120,9 +120,30 @@ func polyglotFixtures(t testing.TB) []polyglotFile {
 		// tensor data's pickle
 		{"st_header_pop_then_data_pickle.safetensors", popThenData},
 		{"zst_skippable_frame_os_system.safetensors.zst", skippable},
+		// 89 8c 0e: NEWFALSE, then SHORT_BINUNICODE of 14 bytes (five
+		// zeros and `{"__metad`), then the "a" of "metadata": APPEND onto
+		// False, which CPython refuses (AttributeError) having imported
+		// nothing; a 931 KiB header (about 8,000 tensors), gzipped
+		{"st_header_append_onto_false.safetensors.gz", gz(llamaST(t, 0x0e8c89))},
 		// protocol 1: binary opcodes, no PROTO byte to sniff
 		{"pickle_p1_os_system", []byte("cposix\nsystem\nq\x00(X\x04\x00\x00\x00trueq\x01tq\x02Rq\x03.")},
 	}
+}
+
+// llamaST is a valid safetensors file shaped like a Llama checkpoint
+// written by the reference writer (metadata {"format":"pt"} first), its
+// header padded with spaces to n bytes.
+func llamaST(t testing.TB, n uint64) []byte {
+	var ts []safetensors.TensorData
+	for _, name := range []string{"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.0.mlp.down_proj.weight", "model.norm.weight", "lm_head.weight"} {
+		ts = append(ts, safetensors.TensorData{Name: name, DType: safetensors.BF16, Shape: []int64{2, 2}, Data: make([]byte, 8)})
+	}
+	b, err := safetensors.Marshal(ts, map[string]string{"format": "pt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := binary.LittleEndian.Uint64(b)
+	return stFile(n, strings.TrimRight(string(b[8:8+h]), " "), b[8+h:])
 }
 
 func gz(b []byte) []byte {

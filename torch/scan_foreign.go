@@ -25,7 +25,8 @@ import (
 // machine as Scan (an opcode walker going on where decoding stops), up to
 // where CPython's unpickler would raise (an unknown opcode, a stack
 // underflow, a name find_class cannot import, an EXT code: torch registers
-// no copyreg extension, the end of the data), and
+// no copyreg extension, a call or method of a value the pickle built itself
+// (pickle.ErrRaises), a persistent id, the end of the data), and
 // nothing after, for torch.load stops there; if that pickle decodes to
 // torch's legacy magic number, the whole file is scanned as Scan does. A
 // file whose first bytes do not get torch.load to import or call anything
@@ -173,6 +174,15 @@ func (p exactPolicy) FindClass(module, name string, off int64) (any, error) {
 // whatever the registry holds.
 func (p exactPolicy) Extension(code uint64, off int64) (any, error) {
 	return nil, &pickle.Error{Kind: pickle.ErrCorrupt, Offset: off, Msg: fmt.Sprintf("extension code %d is not registered in copyreg (torch registers none): the unpickler stops", code)}
+}
+
+// PersistentLoad refuses every persistent id, text or binary, as CPython
+// does: torch.load reads the first pickle of a legacy file with a plain
+// pickle.load, which has no persistent_load ("A load persistent id
+// instruction was encountered, but no persistent_load function was
+// specified"), having imported nothing.
+func (p exactPolicy) PersistentLoad(pid any, off int64) (any, error) {
+	return nil, &pickle.Error{Kind: pickle.ErrRaises, Offset: off, Msg: "a persistent id, but torch.load's first pickle.load has no persistent_load: the unpickler raises"}
 }
 
 // zeroBlock reports whether r's first tar block is all zeros (tarfile's

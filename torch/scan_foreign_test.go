@@ -2,6 +2,7 @@ package torch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,10 +17,11 @@ func TestScanForeign(t *testing.T) {
 	// opcode (about 1 file in 85): the code is unregistered in a torch
 	// process, the unpickler raises, nothing is imported
 	extHeader := func(n int) []byte {
-		b := []byte{byte(n), byte(n >> 8), 0, 0, 0, 0, 0, 0}
+		b := binary.LittleEndian.AppendUint64(nil, uint64(n))
 		b = append(b, `{"__metadata__":{"a":"b"}}`...)
 		return append(b, bytes.Repeat([]byte(" "), n-(len(b)-8))...)
 	}
+	const global = "cposix\nsystem\n)R."
 	read := func(p ...string) []byte {
 		b, err := os.ReadFile(filepath.Join(append([]string{testdata}, p...)...))
 		if err != nil {
@@ -54,6 +56,34 @@ func TestScanForeign(t *testing.T) {
 		{"EXT1 then a global", []byte("\x82\x05cposix\nsystem\n(tR."), false, VerdictClean, ""},
 		// INST is refused by the decoder; the exact walk goes on as CPython does
 		{"INST", []byte("(iposix\nsystem\n."), true, VerdictDangerous, "posix.system"},
+		// a call of a value the pickle built, which no builtin value
+		// survives: CPython raises (TypeError, AttributeError,
+		// UnpicklingError) before the global after it, having imported
+		// and called nothing (1 header length in 12,000 of those tried,
+		// most over 1 MB, reads on into the header JSON as far as one:
+		// 0xe8c89 is NEWFALSE, then SHORT_BINUNICODE swallowing
+		// `{"__metad`, then the "a" of "metadata", APPEND onto False)
+		{"None called", []byte("N)R" + global), false, VerdictClean, ""},
+		{"APPEND onto a tuple", []byte(")K\x01a" + global), false, VerdictClean, ""},
+		{"OBJ of an int", []byte("(K\x01o" + global), false, VerdictClean, ""},
+		{"NEWOBJ of a str", []byte("X\x01\x00\x00\x00a)\x81" + global), false, VerdictClean, ""},
+		{"BUILD of a dict state on a list", []byte("]}b" + global), false, VerdictClean, ""},
+		{"ADDITEMS onto a frozenset", []byte("(\x91(K\x01\x90" + global), false, VerdictClean, ""},
+		{"NEXT_BUFFER (torch.load passes no buffers)", []byte("\x97" + global), false, VerdictClean, ""},
+		{"READONLY_BUFFER of an int", []byte("K\x01\x98" + global), false, VerdictClean, ""},
+		{"BINPERSID (the first pickle.load has no persistent_load)", []byte("K\x01Q" + global), false, VerdictClean, ""},
+		{"PERSID", []byte("Pa\n" + global), false, VerdictClean, ""},
+		{"safetensors, header length 0x52294e (None called)", extHeader(0x52294e), false, VerdictClean, ""},
+		{"safetensors, header length 0x622929 (BUILD on a tuple)", extHeader(0x622929), false, VerdictClean, ""},
+		// ... and where CPython goes on (a builtin does nothing, or takes
+		// the items), so does the scan: the global after is named
+		{"BUILD None onto an int", []byte("K\x01Nb" + global), true, VerdictDangerous, "posix.system"},
+		{"BUILD (None, {}) onto a str", []byte("X\x01\x00\x00\x00aN}\x86b" + global), true, VerdictDangerous, "posix.system"},
+		{"APPENDS of nothing onto a tuple", []byte(")(e" + global), true, VerdictDangerous, "posix.system"},
+		{"ADDITEMS of nothing onto an int", []byte("K\x01(\x90" + global), true, VerdictDangerous, "posix.system"},
+		{"SETITEM onto a bytearray", []byte("\x96\x01\x00\x00\x00\x00\x00\x00\x00aK\x00K\x01s" + global), true, VerdictDangerous, "posix.system"},
+		{"READONLY_BUFFER of bytes", []byte("C\x01a\x98" + global), true, VerdictDangerous, "posix.system"},
+		{"a global called", []byte("N" + global), true, VerdictDangerous, "posix.system"},
 	} {
 		reaches, err := Reaches(bytes.NewReader(c.data), int64(len(c.data)))
 		if err != nil || reaches != c.reaches {

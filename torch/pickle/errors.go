@@ -20,11 +20,19 @@ var (
 	ErrCorrupt = errors.New("corrupt")
 	// ErrLimit reports a pickle past one of the caps in Limits.
 	ErrLimit = errors.New("limit exceeded")
+	// ErrRaises reports, in an exact audit (Walks.SetExact), where
+	// CPython's unpickler raises having imported and called nothing: a
+	// call of a value the pickle built (None, an int, a str, a list...),
+	// which is not callable, APPEND onto a tuple, out-of-band buffers
+	// torch.load never passes. A Policy may return it too (a persistent
+	// id without a persistent_load). CPython reads nothing after it, so
+	// no walker goes on from there.
+	ErrRaises = errors.New("CPython's unpickler raises")
 )
 
 // Error describes why the machine stopped.
 type Error struct {
-	Kind   error  // ErrNotAllowed, ErrUnsupported, ErrCorrupt or ErrLimit
+	Kind   error  // ErrNotAllowed, ErrUnsupported, ErrCorrupt, ErrLimit or ErrRaises
 	Offset int64  // of the opcode (or byte) inside the stream, -1 if unknown
 	Global string // module.name of the refused callable, if the refusal names one
 	Msg    string

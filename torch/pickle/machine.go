@@ -2,8 +2,10 @@ package pickle
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"unicode/utf8"
 )
 
@@ -30,6 +32,10 @@ type Machine struct {
 	// where the current opcode started, for FailState
 	failOff              int64
 	failStack, failMarks int
+
+	// raised: an exact machine stopped where CPython's unpickler raises
+	// (ErrRaises), which reads nothing after (see FailState)
+	raised bool
 }
 
 // Config is what a Machine is given.
@@ -232,6 +238,9 @@ func (m *Machine) run() (any, error) {
 			return nil, cerr
 		}
 		if err != nil {
+			if m.exact() && errors.Is(err, ErrRaises) {
+				m.raised = true
+			}
 			return nil, err
 		}
 	}
@@ -346,6 +355,7 @@ func (m *Machine) FailState() (int64, *State) {
 		}
 		st.memo.put(k, shadowOf(v))
 	}
+	st.raised = m.raised
 	return m.failOff, st
 }
 
@@ -716,6 +726,12 @@ func (m *Machine) step(op Op, off int64) error {
 		if m.audit == nil {
 			return m.errf(ErrUnsupported, off, "text persistent id (PERSID %q) is not supported (only BINPERSID is)", truncate(l))
 		}
+		if m.exact() {
+			// CPython hands a text id to persistent_load, as a binary one
+			if _, err := m.policy.PersistentLoad(string(l), off); err != nil {
+				return err
+			}
+		}
 		m.audit.Problem(off, fmt.Sprintf("text persistent id PERSID %q", truncate(l)))
 		return m.push(&Opaque{What: "persistent id", Offset: off})
 	case OpBinPersID:
@@ -737,6 +753,9 @@ func (m *Machine) step(op Op, off int64) error {
 		if err != nil {
 			return err
 		}
+		if m.exact() && native(callee) {
+			return m.raise(op, off, "TypeError: a %s is not callable", TypeName(callee))
+		}
 		v, err := m.policy.Reduce(callee, args, off)
 		if err != nil {
 			return err
@@ -750,6 +769,11 @@ func (m *Machine) step(op Op, off int64) error {
 		inst, err := m.top(off)
 		if err != nil {
 			return err
+		}
+		if m.exact() && native(inst) {
+			if done, err := m.buildNative(inst, state, off); done {
+				return err
+			}
 		}
 		return m.policy.Build(inst, state, off)
 	}
@@ -817,6 +841,9 @@ func (m *Machine) construct(op Op, off int64) error {
 		if len(items) == 0 {
 			return m.errf(ErrCorrupt, off, "OBJ without a class")
 		}
+		if m.exact() && native(items[0]) {
+			return m.raise(op, off, "TypeError: a %s is not callable", TypeName(items[0]))
+		}
 		target = Describe(items[0])
 	case OpNewObj, OpNewObjEx:
 		if op == OpNewObjEx {
@@ -831,6 +858,9 @@ func (m *Machine) construct(op Op, off int64) error {
 		cls, err := m.pop(off)
 		if err != nil {
 			return err
+		}
+		if m.exact() && native(cls) {
+			return m.raise(op, off, "UnpicklingError: the class argument is a %s, not a type", TypeName(cls))
 		}
 		if c, isC := m.policy.(Constructor); isC && op == OpNewObj {
 			v, ok, err := c.NewObj(cls, args, off)
@@ -854,6 +884,22 @@ func (m *Machine) construct(op Op, off int64) error {
 // buffers handles NEXT_BUFFER and READONLY_BUFFER: out-of-band buffers,
 // which torch.load never supplies (pickle then refuses the stream).
 func (m *Machine) buffers(op Op, off int64) error {
+	if m.exact() {
+		if op == OpNextBuffer {
+			return m.raise(op, off, "UnpicklingError: torch.load passes no out-of-band buffers")
+		}
+		t, err := m.top(off)
+		if err != nil {
+			return err
+		}
+		switch t.(type) {
+		case []byte, ByteArray:
+			return nil // a read-only view of it
+		}
+		if native(t) {
+			return m.raise(op, off, "TypeError: a %s is not a bytes-like object", TypeName(t))
+		}
+	}
 	if m.audit == nil {
 		return m.errf(ErrUnsupported, off, "opcode %s (out-of-band buffers) is not supported", op.String())
 	}
@@ -894,16 +940,32 @@ func (m *Machine) sets(op Op, off int64) error {
 	}
 	set, ok := t.(*Set)
 	if !ok || set.Frozen {
-		return m.wrongTarget(op, off, t, "sets may receive items")
+		return m.wrongTarget(op, off, t, len(items), "sets may receive items")
 	}
 	set.Items = append(set.Items, items...)
 	return nil
 }
 
-// wrongTarget handles APPEND(S), SETITEM(S) or ADDITEMS onto an object of
-// another type: CPython would call one of its methods (append, __setitem__,
-// add). Strict mode refuses; audit mode reports the call and goes on.
-func (m *Machine) wrongTarget(op Op, off int64, t any, only string) error {
+// wrongTarget handles APPEND(S), SETITEM(S) or ADDITEMS of n items onto
+// an object of another type: CPython would call one of its methods
+// (append, __setitem__, add). Strict mode refuses; audit mode reports the
+// call and goes on. An exact machine knows what CPython does with a value
+// the pickle built: nothing for no items; bytearray.extend, or a list's or
+// bytearray's __setitem__ (builtins, which may raise or not: it goes on);
+// for any other, AttributeError or TypeError (it stops).
+func (m *Machine) wrongTarget(op Op, off int64, t any, n int, only string) error {
+	if m.exact() && native(t) {
+		_, isBA := t.(ByteArray)
+		_, isList := t.(*List)
+		switch {
+		case n == 0:
+			return nil
+		case isBA && (op == OpAppend || op == OpAppends || op == OpSetItem || op == OpSetItems),
+			isList && (op == OpSetItem || op == OpSetItems):
+			return nil
+		}
+		return m.raise(op, off, "a %s has no such method, or refuses the items", TypeName(t))
+	}
 	if m.audit != nil {
 		m.audit.Call(op, off, Describe(t))
 		return nil
@@ -921,7 +983,7 @@ func (m *Machine) appendTo(items []any, op Op, off int64) error {
 	}
 	l, ok := t.(*List)
 	if !ok {
-		return m.wrongTarget(op, off, t, "lists may be appended to")
+		return m.wrongTarget(op, off, t, len(items), "lists may be appended to")
 	}
 	l.Items = append(l.Items, items...)
 	return nil
@@ -934,7 +996,7 @@ func (m *Machine) setItemsOn(items []any, op Op, off int64) error {
 	}
 	d, ok := t.(*Dict)
 	if !ok {
-		return m.wrongTarget(op, off, t, "dicts may receive items")
+		return m.wrongTarget(op, off, t, len(items), "dicts may receive items")
 	}
 	return m.setItems(d, items, off)
 }
@@ -1004,4 +1066,54 @@ func clip(s string) string {
 		return s[:MaxName] + "..."
 	}
 	return s
+}
+
+// exact reports whether m is an exact audit machine (Walks.SetExact): it
+// stops where CPython's unpickler raises on a value the pickle built.
+func (m *Machine) exact() bool { return m.audit != nil && m.walks != nil && m.walks.exact }
+
+// raise ends an exact machine where CPython's unpickler raises on a value
+// the pickle built itself (no global: nothing was imported or called), so
+// that nothing after it, which CPython never reads, is taken for part of
+// the pickle.
+func (m *Machine) raise(op Op, off int64, format string, args ...any) error {
+	e := m.errf(ErrRaises, off, "%s: CPython's unpickler raises here (%s) and reads nothing after", op.String(), fmt.Sprintf(format, args...))
+	m.raised = true
+	return e
+}
+
+// buildNative is BUILD on a value the pickle built, in an exact machine:
+// a builtin value has no __setstate__ and no __dict__, so CPython does
+// nothing for a state of None or (None, {}), and raises for a state it
+// would store (a dict, slot attributes) or cannot read. done is false
+// where the state is not the machine's own (the policy then judges it).
+func (m *Machine) buildNative(inst, state any, off int64) (done bool, err error) {
+	if state == nil {
+		return true, nil
+	}
+	if t, ok := state.(Tuple); ok && len(t) == 2 && t[0] == nil {
+		if d, isDict := t[1].(*Dict); isDict && d.Type == "" && d.Len() == 0 {
+			return true, nil
+		}
+		if !native(t[1]) {
+			return false, nil
+		}
+	} else if !native(state) {
+		return false, nil
+	}
+	return true, m.raise(OpBuild, off, "a %s has no __setstate__ and no __dict__ for the state", TypeName(inst))
+}
+
+// native reports whether v is a value the machine built from the pickle's
+// own opcodes (no Policy result, no stand-in): a builtin Python value,
+// which is not callable, not a type, and has no methods a pickle can
+// reach but its builtin ones.
+func native(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, int64, *big.Int, float64, string, []byte, ByteArray, Tuple, *List, *Set:
+		return true
+	case *Dict:
+		return x.Type == ""
+	}
+	return false
 }

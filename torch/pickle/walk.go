@@ -121,6 +121,9 @@ type State struct {
 	memo                  memo[shadow]
 	memoLost              bool
 	bottomLost, marksLost bool
+	// raised: the machine stopped where CPython raises (ErrRaises):
+	// nothing after it is read, so there is nothing to walk
+	raised bool
 }
 
 // maxCrossStack bounds the stack values the walker keeps for a walk from
@@ -831,7 +834,7 @@ func (ws *Walks) spend(a Auditor, off int64) {
 // starting from st (nil: a fresh pickle), and then what CPython may read
 // from the frame ends it met.
 func (ws *Walks) Walk(ra io.ReaderAt, base, from, end int64, a Auditor, st *State) {
-	if from >= end {
+	if from >= end || st != nil && st.raised {
 		return
 	}
 	w := ws.walker(io.NewSectionReader(ra, base+from, end-from), from, end, a, st)
