@@ -1,6 +1,7 @@
 package download
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -121,11 +122,28 @@ func TestBenchHelper(t *testing.T) {
 		trace.Start(f)
 		defer trace.Stop()
 	}
+	// The head: from the start to the first byte written (the listing,
+	// the opens, the first requests); the tail: from the last byte
+	// written to the end (the last hashes, syncs and renames).
+	var lastMu sync.Mutex
+	var first, last time.Time
+	start := time.Now()
+	opts = append(opts, WithProgress(func(p Progress) {
+		lastMu.Lock()
+		last = time.Now()
+		if first.IsZero() && p.Moved > 0 {
+			first = last
+		}
+		lastMu.Unlock()
+	}))
 	res, err := Download(context.Background(), "hf://"+testRepo, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	json.NewEncoder(os.Stdout).Encode(map[string]any{"moved": res.Moved, "seconds": res.Duration.Seconds(), "readback": res.readBack})
+	lastMu.Lock()
+	tail, head := time.Since(last), first.Sub(start)
+	lastMu.Unlock()
+	json.NewEncoder(os.Stdout).Encode(map[string]any{"moved": res.Moved, "seconds": res.Duration.Seconds(), "readback": res.readBack, "tail": tail.Seconds(), "head": head.Seconds()})
 }
 
 // dlRun is what one measured download process did.
@@ -136,6 +154,8 @@ type dlRun struct {
 	server float64 // CPU seconds per GB of this process meanwhile: the server
 	early  float64 // fraction of the bytes hashed by reading them back
 	idle   float64 // idle CPU seconds of the machine per GB (/proc/stat)
+	tail   float64 // fraction of the time after the last byte was written
+	head   float64 // fraction of the time before the first byte was written
 }
 
 // subprocessDownload runs TestBenchHelper (mode "", "nohash", "nosync",
@@ -162,7 +182,7 @@ func subprocessDownload(b *testing.B, url string, n int, mode string) dlRun {
 	if err != nil {
 		b.Fatalf("download process: %v\n%s", err, out)
 	}
-	var res struct{ Moved, Seconds, Readback float64 }
+	var res struct{ Moved, Seconds, Readback, Tail, Head float64 }
 	i := strings.IndexByte(string(out), '{')
 	if i < 0 || json.NewDecoder(strings.NewReader(string(out[i:]))).Decode(&res) != nil {
 		b.Fatalf("download process said %q", out)
@@ -175,6 +195,8 @@ func subprocessDownload(b *testing.B, url string, n int, mode string) dlRun {
 		cpu:    processCPU(cmd.ProcessState).Seconds() / gb,
 		server: server.Seconds() / gb,
 		early:  res.Readback / res.Moved,
+		tail:   res.Tail / res.Seconds,
+		head:   res.Head / res.Seconds,
 		idle:   idle.Seconds() / gb,
 	}
 }
@@ -558,25 +580,73 @@ func curlGETs(b *testing.B, curl string, h *hubFixture, n int, hash bool) curlRu
 
 // BenchmarkLoopbackModes (experiments): the download modes of
 // GOSAFETENSORS_BENCH_MODES (comma-separated: "" the download, nohash,
-// nosync, earlydirect, tmpfs, each with optional suffixes +bufK, +procsN, +buffered: no O_DIRECT),
+// nosync, earlydirect, tmpfs, each with optional suffixes +bufK,
+// +procsN, +buffered: no O_DIRECT; and "curl": the 16 curls of
+// BenchmarkLoopbackHub, to which every mode's rate is then compared),
 // each first in turn, uncapped, with their rates and CPU per GB.
-func BenchmarkLoopbackModes(b *testing.B) {
+func BenchmarkLoopbackModes(b *testing.B) { benchModes(b, pacedserver.Config{}) }
+
+// BenchmarkPacedModes (experiments): the modes of BenchmarkLoopbackModes
+// on the paced link of BenchmarkPacedHub, each compared to min(cap,
+// loopback) (the loopback measured in each round: 16 plain GETs).
+func BenchmarkPacedModes(b *testing.B) {
+	benchModes(b, pacedserver.Config{Rate: benchRate, Latency: benchLatency})
+}
+
+func benchModes(b *testing.B, cfg pacedserver.Config) {
 	env := os.Getenv("GOSAFETENSORS_BENCH_MODES")
 	if env == "" {
-		b.Skip("set GOSAFETENSORS_BENCH_MODES, e.g. ',nohash,+buf512,+procs8'")
+		b.Skip("set GOSAFETENSORS_BENCH_MODES, e.g. ',nohash,+buf512,+procs8,curl'")
 	}
 	modes := strings.Split(env, ",")
-	raw, total := benchHub(b, pacedserver.Config{})
+	srv, total := benchHub(b, cfg)
+	paced := cfg.Rate > 0
+	var raw *hubFixture
+	if paced {
+		raw, _ = benchHub(b, pacedserver.Config{})
+	}
+	curl, _ := exec.LookPath("curl")
 	r := rounds{}
 	round := 0
 	for b.Loop() {
 		r.add("load_average", loadAverage())
+		limit := 0.0
+		if paced {
+			limit = min(16*cfg.Rate/1e6, plainGETs(b, raw, 16, ""))
+		}
+		rates := map[string]float64{}
 		for k := range modes {
 			m := modes[(k+round)%len(modes)]
-			d := subprocessDownload(b, raw.srv.URL, 16, m)
-			r.add(m+"_MB/s", d.rate)
-			r.add(m+"_CPU_s/GB", d.cpu)
+			if m == "curl" {
+				if curl == "" {
+					b.Skip("curl not found")
+				}
+				c := curlGETs(b, curl, srv, 16, false)
+				r.add("curl16_MB/s", c.rate)
+				r.add("curl16_then_fdatasync_MB/s", c.durable)
+				rates[m] = c.rate
+				continue
+			}
+			d := subprocessDownload(b, srv.srv.URL, 16, m)
+			name := cmp.Or(m, "download")
+			r.add(name+"_MB/s", d.rate)
+			r.add(name+"_CPU_s/GB", d.cpu)
+			r.add(name+"_peak_RSS_MB", d.rss)
+			r.add(name+"_tail", d.tail)
+			r.add(name+"_head", d.head)
+			r.add(name+"_machine_idle_CPU_s/GB", d.idle)
+			r.add(name+"_server_CPU_s/GB", d.server)
+			rates[name] = d.rate
 		}
+		for m, v := range rates {
+			if c, ok := rates["curl"]; ok && m != "curl" {
+				r.add(m+"/curl16", v/c)
+			}
+			if paced {
+				r.add(m+"/min(cap,loopback)", v/limit)
+			}
+		}
+		b.Logf("round %d: load %.1f, MB/s %v", round, loadAverage(), rates)
 		round++
 	}
 	r.report(b)
