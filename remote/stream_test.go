@@ -65,6 +65,76 @@ func TestReadRangeFunc(t *testing.T) {
 	}
 }
 
+// TestReadRangeSwap: the pieces handed over stay the caller's while it
+// holds them (the read goes on into the buffers it hands back, of other
+// lengths), in order, each at most its buffer's length; a body cut short
+// is resumed from the bytes handed over.
+func TestReadRangeSwap(t *testing.T) {
+	data := randomBytes(300_000, 11)
+	s := newRangeServer(t, data)
+	f, err := Open(context.Background(), s.URL, append(fastRetries, WithPrefetch(1))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.setFault(func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		if n == 2 { // the first read: cut its body after 10,000 bytes
+			var first, last int64
+			fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &first, &last)
+			w.Header().Set("ETag", `"v1"`)
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, len(data)))
+			w.Header().Set("Content-Length", fmt.Sprint(last-first+1))
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(data[first : first+10_000])
+			panic(http.ErrAbortHandler)
+		}
+		return false
+	})
+	type held struct {
+		p   []byte
+		pos int64
+	}
+	free := [][]byte{make([]byte, 1000), make([]byte, 7000)}
+	var hold []held
+	next := int64(1000)
+	check := func(h held) {
+		if !bytes.Equal(h.p, data[h.pos:h.pos+int64(len(h.p))]) {
+			t.Fatalf("the piece at %d changed while it was held", h.pos)
+		}
+	}
+	err = f.ReadRangeSwap(context.Background(), 1000, 250_000, make([]byte, 4096), func(p []byte, pos int64) ([]byte, error) {
+		if pos != next {
+			t.Fatalf("piece at %d, want %d", pos, next)
+		}
+		next += int64(len(p))
+		hold = append(hold, held{p, pos})
+		if len(hold) < 3 { // hand back a free buffer, keep two pieces
+			b := free[0]
+			free = free[1:]
+			return b, nil
+		}
+		check(hold[0])
+		b := hold[0].p[:cap(hold[0].p)]
+		hold = hold[1:]
+		return b, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hold {
+		check(h)
+	}
+	if next != 251_000 {
+		t.Fatalf("read to %d, want 251000", next)
+	}
+	stop := errors.New("disk full")
+	if err := f.ReadRangeSwap(context.Background(), 0, 50_000, make([]byte, 1024), func([]byte, int64) ([]byte, error) { return nil, stop }); !errors.Is(err, stop) {
+		t.Fatalf("err %v, want the callback's", err)
+	}
+	if err := f.ReadRangeSwap(context.Background(), 0, 50_000, make([]byte, 1024), func([]byte, int64) ([]byte, error) { return nil, nil }); err == nil {
+		t.Fatal("an empty buffer handed back was read into")
+	}
+}
+
 // TestReadRangeFuncChanged: a response of another object hands nothing
 // over; an error from the callback stops the read and is returned.
 func TestReadRangeFuncChanged(t *testing.T) {
