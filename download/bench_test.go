@@ -73,9 +73,7 @@ func TestBenchHelper(t *testing.T) {
 	}
 	opts := []Option{WithHub(hub), WithCacheDir(parts[1]), WithConcurrency(n)}
 	// Suffixes of a mode (BenchmarkLoopbackModes' experiments): +bufK a
-	// stream buffer of K KiB, +depthN N stream buffers per connection (1:
-	// synchronous writes, the engine before 2026-12-07), +procsN
-	// GOMAXPROCS N, +buffered no O_DIRECT.
+	// stream buffer of K KiB, +procsN GOMAXPROCS N, +buffered no O_DIRECT.
 	if len(parts) > 3 {
 		mode, sfx, _ := strings.Cut(parts[3], "+")
 		for sfx != "" {
@@ -83,8 +81,6 @@ func TestBenchHelper(t *testing.T) {
 			x, sfx, _ = strings.Cut(sfx, "+")
 			if k, err := strconv.Atoi(strings.TrimPrefix(x, "buf")); err == nil && strings.HasPrefix(x, "buf") {
 				opts = append(opts, func(c *config) error { c.streamBuf = k << 10; return nil })
-			} else if k, err := strconv.Atoi(strings.TrimPrefix(x, "depth")); err == nil && strings.HasPrefix(x, "depth") {
-				opts = append(opts, func(c *config) error { c.depth = k; return nil })
 			} else if x == "buffered" {
 				opts = append(opts, func(c *config) error { c.noDirect = true; return nil })
 			} else if k, err := strconv.Atoi(strings.TrimPrefix(x, "procs")); err == nil && strings.HasPrefix(x, "procs") {
@@ -584,7 +580,7 @@ func curlGETs(b *testing.B, curl string, h *hubFixture, n int, hash bool) curlRu
 
 // BenchmarkLoopbackModes (experiments): the download modes of
 // GOSAFETENSORS_BENCH_MODES (comma-separated: "" the download, nohash,
-// nosync, earlydirect, tmpfs, each with optional suffixes +bufK, +depthN,
+// nosync, earlydirect, tmpfs, each with optional suffixes +bufK,
 // +procsN, +buffered: no O_DIRECT; and "curl": the 16 curls of
 // BenchmarkLoopbackHub, to which every mode's rate is then compared),
 // each first in turn, uncapped, with their rates and CPU per GB.

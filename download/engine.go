@@ -17,11 +17,11 @@ import (
 	"github.com/gosafetensors/safetensors/internal/fetch"
 )
 
-// streamer is a source that streams a range through small buffers it
-// is handed in turn (remote.File); other sources are read with
-// ReadAtContext or ReadAt into a chunk-sized buffer.
+// streamer is a source that streams a range through a small buffer
+// (remote.File); other sources are read with ReadAtContext or ReadAt
+// into a chunk-sized buffer.
 type streamer interface {
-	ReadRangeSwap(ctx context.Context, off, n int64, buf []byte, fn func(p []byte, pos int64) ([]byte, error)) error
+	ReadRangeFunc(ctx context.Context, off, n int64, buf []byte, fn func(p []byte, pos int64) error) error
 }
 
 type contextReaderAt interface {
@@ -75,8 +75,7 @@ func (t *target) journalPath() string { return t.Part + ".journal" }
 type engine struct {
 	concurrency int
 	chunk       int64
-	streamBuf   int  // bytes of each stream buffer
-	depth       int  // stream buffers per connection (1: every write synchronous)
+	streamBuf   int
 	noHash      bool // benchmarks only: hashing off, to measure its cost
 	noSync      bool // benchmarks only: no fdatasync of the data, to measure the disk's share
 	earlyDirect bool // benchmarks only: early bytes written with O_DIRECT and read back from the disk
@@ -88,16 +87,16 @@ type engine struct {
 	direct   atomic.Int64 // bytes written with O_DIRECT
 	done     atomic.Int64 // bytes on disk, resumed included
 	total    int64
-	bufs     chan [][]byte // stream buffers, depth per worker
-	chunks   chan []byte   // chunk buffers for sources that cannot stream
+	bufs     chan []byte // stream buffers, one per worker
+	chunks   chan []byte // chunk buffers for sources that cannot stream
 	kick     chan struct{}
 	targets  []*target
 
 	// Bytes written and not yet journalled, over all targets: writers
-	// wait while they exceed half a chunk per connection. With stream
-	// buffers of at most a quarter chunk together (bytes received, not yet
-	// written), a kill loses less than a chunk per connection whatever the
-	// disk's pace (the journal commits every 100 ms, or as soon as a chunk's
+	// wait while they exceed half a chunk per connection. With a stream
+	// buffer of at most a quarter chunk (bytes received, not yet written),
+	// a kill loses less than a chunk per connection whatever the disk's
+	// pace (the journal commits every 100 ms, or as soon as a chunk's
 	// worth waits; a slow disk holds the writers back).
 	jmu         sync.Mutex
 	jcond       sync.Cond
@@ -119,7 +118,7 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	e.targets = targets
-	e.bufs = make(chan [][]byte, e.concurrency)
+	e.bufs = make(chan []byte, e.concurrency)
 	e.chunks = make(chan []byte, e.concurrency)
 	e.kick = make(chan struct{}, 1)
 	e.jcond.L = &e.jmu
@@ -387,11 +386,6 @@ func (t *target) closeDirect() {
 	}
 }
 
-// writeDepth is the number of stream buffers per connection: while a
-// piece is being written (with O_DIRECT, a write waits for the device),
-// the next is read from the socket into another.
-const writeDepth = 2
-
 // stream reads one chunk of a target and writes it at its place.
 func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 	write := func(b []byte, pos int64) error {
@@ -405,18 +399,12 @@ func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 		return e.throttle(int64(len(b)))
 	}
 	if s, ok := t.src.(streamer); ok {
-		bufs := <-e.bufs
-		if bufs == nil {
-			bufs = make([][]byte, max(e.depth, 1))
-			for i := range bufs {
-				bufs[i] = make([]byte, e.streamBuf)
-			}
+		buf := <-e.bufs
+		if buf == nil {
+			buf = make([]byte, e.streamBuf)
 		}
-		defer func() { e.bufs <- bufs }()
-		if len(bufs) == 1 {
-			return s.ReadRangeSwap(ctx, p.Off, p.Len, bufs[0], func(b []byte, pos int64) ([]byte, error) { return bufs[0], write(b, pos) })
-		}
-		return streamAsync(ctx, s, p, bufs, write)
+		defer func() { e.bufs <- buf }()
+		return s.ReadRangeFunc(ctx, p.Off, p.Len, buf, write)
 	}
 	// A source that cannot stream is read in pieces of up to
 	// readPiece bytes, each one request, into a buffer per worker.
@@ -449,60 +437,6 @@ func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 		off += int64(n)
 	}
 	return nil
-}
-
-// streamAsync streams extent p through bufs, written by a goroutine of
-// its own in the order they arrive: the socket is read into one buffer
-// while the pieces before it, in the others, are written (and hashed, by
-// write), so a worker waits for the device only when every buffer is in
-// flight. Memory stays len(bufs) buffers. It returns once every piece
-// handed over is written, or the first error: the read's, or write's (the
-// pieces after a failed write are not written).
-func streamAsync(ctx context.Context, s streamer, p fetch.Extent, bufs [][]byte, write func([]byte, int64) error) error {
-	type piece struct {
-		b   []byte
-		pos int64
-	}
-	queue := make(chan piece, len(bufs)) // read, to write, in order
-	free := make(chan []byte, len(bufs)) // written, to read into
-	for _, b := range bufs[1:] {
-		free <- b
-	}
-	var mu sync.Mutex
-	var werr error // write's first error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for pc := range queue {
-			mu.Lock()
-			failed := werr != nil
-			mu.Unlock()
-			if !failed {
-				if err := write(pc.b, pc.pos); err != nil {
-					mu.Lock()
-					werr = err
-					mu.Unlock()
-				}
-			}
-			free <- pc.b[:cap(pc.b)]
-		}
-	}()
-	writeErr := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		return werr
-	}
-	err := s.ReadRangeSwap(ctx, p.Off, p.Len, bufs[0], func(b []byte, pos int64) ([]byte, error) {
-		queue <- piece{b, pos}
-		next := <-free
-		return next, writeErr()
-	})
-	close(queue)
-	<-done
-	if err == nil {
-		err = writeErr()
-	}
-	return err
 }
 
 // directAlign is the alignment of O_DIRECT transfers: offsets, lengths

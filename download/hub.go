@@ -250,12 +250,8 @@ func resumed(ts []*target) int64 {
 	return n
 }
 
-// newEngine sizes a connection's stream buffers to a quarter chunk at
-// most, together (the bound on what a kill loses counts them).
 func newEngine(cfg *config) *engine {
-	depth := cmp.Or(cfg.depth, writeDepth)
-	buf := min(int64(cmp.Or(cfg.streamBuf, streamBufSize)), cfg.chunk/4/int64(depth))
-	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(buf), depth: depth, noHash: cfg.noHash, noSync: cfg.noSync, earlyDirect: cfg.earlyDirect, noDirect: cfg.noDirect, progress: cfg.progress}
+	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(int64(cmp.Or(cfg.streamBuf, streamBufSize)), cfg.chunk/4)), noHash: cfg.noHash, noSync: cfg.noSync, earlyDirect: cfg.earlyDirect, noDirect: cfg.noDirect, progress: cfg.progress}
 }
 
 func cacheFor(cfg *config) (*hfcache.Cache, error) {

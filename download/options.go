@@ -41,7 +41,6 @@ type config struct {
 	earlyDirect bool
 	noDirect    bool
 	streamBuf   int // benchmarks only: another stream buffer size (0: streamBufSize)
-	depth       int // benchmarks only: another number of stream buffers per connection (0: writeDepth; 1: synchronous writes)
 }
 
 func buildConfig(opts []Option) (config, error) {

@@ -28,18 +28,6 @@ func (f *File) LinkedETag() string { return f.linked }
 // bytes not yet handed over, so a retry moves only what is missing. An
 // error from fn stops the read and is returned (wrapped in an [*Error]).
 func (f *File) ReadRangeFunc(ctx context.Context, off, n int64, buf []byte, fn func(p []byte, pos int64) error) error {
-	return f.ReadRangeSwap(ctx, off, n, buf, func(p []byte, pos int64) ([]byte, error) { return buf, fn(p, pos) })
-}
-
-// ReadRangeSwap is [File.ReadRangeFunc] for a caller that keeps the bytes
-// it is handed beyond fn's return (to write them to disk while the next
-// ones arrive): fn returns the buffer the next piece is read into — buf
-// again, or another (of any non-zero length) — and p, handed over, is the
-// caller's. The pieces are still at most the length of the buffer each
-// is read into, in order, and a retry asks only for the bytes not yet
-// handed over. An error from fn stops the read (its buffer is not read
-// into).
-func (f *File) ReadRangeSwap(ctx context.Context, off, n int64, buf []byte, fn func(p []byte, pos int64) ([]byte, error)) error {
 	bad := func(err error) error { return &Error{Name: f.name, Op: "read", Off: off, Len: n, Err: err} }
 	switch {
 	case f.closed.Load():
@@ -66,14 +54,9 @@ func (f *File) ReadRangeSwap(ctx context.Context, off, n int64, buf []byte, fn f
 		for pos < end {
 			k, err := io.ReadFull(body, buf[:min(int64(len(buf)), end-pos)])
 			if k > 0 {
-				next, ferr := fn(buf[:k], pos)
-				if ferr != nil {
+				if ferr := fn(buf[:k], pos); ferr != nil {
 					return permanent{ferr}
 				}
-				if len(next) == 0 {
-					return permanent{errors.New("ReadRangeSwap: fn returned an empty buffer")}
-				}
-				buf = next
 				pos += int64(k)
 				// A retry asks only for what was not handed over.
 				r.rng = fmt.Sprintf("bytes=%d-%d", pos, end-1)
