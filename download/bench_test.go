@@ -73,7 +73,8 @@ func TestBenchHelper(t *testing.T) {
 	}
 	opts := []Option{WithHub(hub), WithCacheDir(parts[1]), WithConcurrency(n)}
 	// Suffixes of a mode (BenchmarkLoopbackModes' experiments): +bufK a
-	// stream buffer of K KiB, +procsN GOMAXPROCS N, +buffered no O_DIRECT.
+	// stream buffer of K KiB, +chunkM chunks of M MiB (WithChunkSize),
+	// +procsN GOMAXPROCS N, +buffered no O_DIRECT.
 	if len(parts) > 3 {
 		mode, sfx, _ := strings.Cut(parts[3], "+")
 		for sfx != "" {
@@ -81,6 +82,8 @@ func TestBenchHelper(t *testing.T) {
 			x, sfx, _ = strings.Cut(sfx, "+")
 			if k, err := strconv.Atoi(strings.TrimPrefix(x, "buf")); err == nil && strings.HasPrefix(x, "buf") {
 				opts = append(opts, func(c *config) error { c.streamBuf = k << 10; return nil })
+			} else if k, err := strconv.Atoi(strings.TrimPrefix(x, "chunk")); err == nil && strings.HasPrefix(x, "chunk") {
+				opts = append(opts, WithChunkSize(int64(k)<<20))
 			} else if x == "buffered" {
 				opts = append(opts, func(c *config) error { c.noDirect = true; return nil })
 			} else if k, err := strconv.Atoi(strings.TrimPrefix(x, "procs")); err == nil && strings.HasPrefix(x, "procs") {
@@ -143,7 +146,7 @@ func TestBenchHelper(t *testing.T) {
 	lastMu.Lock()
 	tail, head := time.Since(last), first.Sub(start)
 	lastMu.Unlock()
-	json.NewEncoder(os.Stdout).Encode(map[string]any{"moved": res.Moved, "seconds": res.Duration.Seconds(), "readback": res.readBack, "tail": tail.Seconds(), "head": head.Seconds()})
+	json.NewEncoder(os.Stdout).Encode(map[string]any{"moved": res.Moved, "seconds": res.Duration.Seconds(), "readback": res.readBack, "tail": tail.Seconds(), "head": head.Seconds(), "requests": res.Requests})
 }
 
 // dlRun is what one measured download process did.
@@ -156,6 +159,7 @@ type dlRun struct {
 	idle   float64 // idle CPU seconds of the machine per GB (/proc/stat)
 	tail   float64 // fraction of the time after the last byte was written
 	head   float64 // fraction of the time before the first byte was written
+	reqs   float64 // HTTP requests made (Result.Requests)
 }
 
 // subprocessDownload runs TestBenchHelper (mode "", "nohash", "nosync",
@@ -182,7 +186,7 @@ func subprocessDownload(b *testing.B, url string, n int, mode string) dlRun {
 	if err != nil {
 		b.Fatalf("download process: %v\n%s", err, out)
 	}
-	var res struct{ Moved, Seconds, Readback, Tail, Head float64 }
+	var res struct{ Moved, Seconds, Readback, Tail, Head, Requests float64 }
 	i := strings.IndexByte(string(out), '{')
 	if i < 0 || json.NewDecoder(strings.NewReader(string(out[i:]))).Decode(&res) != nil {
 		b.Fatalf("download process said %q", out)
@@ -197,6 +201,7 @@ func subprocessDownload(b *testing.B, url string, n int, mode string) dlRun {
 		early:  res.Readback / res.Moved,
 		tail:   res.Tail / res.Seconds,
 		head:   res.Head / res.Seconds,
+		reqs:   res.Requests,
 		idle:   idle.Seconds() / gb,
 	}
 }
@@ -581,7 +586,7 @@ func curlGETs(b *testing.B, curl string, h *hubFixture, n int, hash bool) curlRu
 // BenchmarkLoopbackModes (experiments): the download modes of
 // GOSAFETENSORS_BENCH_MODES (comma-separated: "" the download, nohash,
 // nosync, earlydirect, tmpfs, each with optional suffixes +bufK,
-// +procsN, +buffered: no O_DIRECT; and "curl": the 16 curls of
+// +chunkM, +procsN, +buffered: no O_DIRECT; and "curl": the 16 curls of
 // BenchmarkLoopbackHub, to which every mode's rate is then compared),
 // each first in turn, uncapped, with their rates and CPU per GB.
 func BenchmarkLoopbackModes(b *testing.B) { benchModes(b, pacedserver.Config{}) }
@@ -634,6 +639,7 @@ func benchModes(b *testing.B, cfg pacedserver.Config) {
 			r.add(name+"_peak_RSS_MB", d.rss)
 			r.add(name+"_tail", d.tail)
 			r.add(name+"_head", d.head)
+			r.add(name+"_requests", d.reqs)
 			r.add(name+"_machine_idle_CPU_s/GB", d.idle)
 			r.add(name+"_server_CPU_s/GB", d.server)
 			rates[name] = d.rate
