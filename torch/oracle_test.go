@@ -50,7 +50,7 @@ func judge(rep *torch.ScanReport, r *torchoracle.Result) string {
 	}
 	for _, g := range r.Refused {
 		if named[g] || !torchoracle.ImportableGlobal(g) {
-			// a name no Python can import (".modules.linear") fails in
+			// a module no Python can import ("..modules.linear") fails in
 			// find_class right after the audit event: nothing runs
 			continue
 		}

@@ -155,13 +155,15 @@ func foreign(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanRepo
 }
 
 // exactPolicy is torch's policy for a pickle that CPython reads from the
-// start of a file that is another format (ScanForeign): a name find_class
-// cannot import ends the pickle, as it ends CPython's.
+// start of a file that is another format (ScanForeign): a module
+// find_class fails on before importing anything ends the pickle, as it
+// ends CPython's. One it may import is a global, whatever the name: the
+// module's code runs before getattr can fail (pickle.MayImport).
 type exactPolicy struct{ *policy }
 
 func (p exactPolicy) FindClass(module, name string, off int64) (any, error) {
-	if !pickle.Importable(module) || !pickle.Importable(name) {
-		return nil, &pickle.Error{Kind: pickle.ErrCorrupt, Offset: off, Msg: fmt.Sprintf("global %q.%q is not a name Python can import (find_class fails)", clip(module), clip(name))}
+	if !pickle.MayImport(module) {
+		return nil, &pickle.Error{Kind: pickle.ErrCorrupt, Offset: off, Msg: fmt.Sprintf("global %q.%q: find_class cannot import the module, and fails before importing anything", clip(module), clip(name))}
 	}
 	return p.policy.FindClass(module, name, off)
 }

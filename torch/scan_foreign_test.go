@@ -84,6 +84,18 @@ func TestScanForeign(t *testing.T) {
 		{"SETITEM onto a bytearray", []byte("\x96\x01\x00\x00\x00\x00\x00\x00\x00aK\x00K\x01s" + global), true, VerdictDangerous, "posix.system"},
 		{"READONLY_BUFFER of bytes", []byte("C\x01a\x98" + global), true, VerdictDangerous, "posix.system"},
 		{"a global called", []byte("N" + global), true, VerdictDangerous, "posix.system"},
+		// find_class imports the module before getattr looks the name up,
+		// and importlib imports a dotted name's first part first (one
+		// leading dot: a top-level module found by the part after it):
+		// this.py runs in each of these, then find_class fails
+		{"a module, a name getattr fails on", []byte("cthis\nx y\n."), true, VerdictDangerous, "this.x y"},
+		{"a module, an empty name (STACK_GLOBAL)", []byte("\x8c\x04this\x8c\x00\x93."), true, VerdictDangerous, "this."},
+		{"a module with one leading dot", []byte("c.this\nx\n."), true, VerdictDangerous, ".this.x"},
+		{"a module's first part, then a NUL", []byte("\x8c\x06this.\x00\x8c\x01x\x93."), true, VerdictDangerous, "this.\x00.x"},
+		{"a module with a leading dot, walked after INST", []byte("(i.this\nx\n."), true, VerdictDangerous, ".this.x"},
+		// ... and where importlib finds nothing to import, CPython stops
+		{"a module with two leading dots", []byte("c..this\nx\n" + global), false, VerdictClean, ""},
+		{"a module that is no identifier", []byte("cthis x\ny\n" + global), false, VerdictClean, ""},
 	} {
 		reaches, err := Reaches(bytes.NewReader(c.data), int64(len(c.data)))
 		if err != nil || reaches != c.reaches {

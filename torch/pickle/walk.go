@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -281,6 +282,18 @@ func (w *Walker) line() ([]byte, bool) {
 	}
 }
 
+// validLine reports whether a line line() returned is strict UTF-8 as
+// far as it was kept (a line cut at maxWalkText bytes may end inside a
+// character).
+func validLine(b []byte) bool {
+	if len(b) >= maxWalkText {
+		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.Valid(b); i++ {
+			b = b[:len(b)-1]
+		}
+	}
+	return utf8.Valid(b)
+}
+
 func (w *Walker) push(s shadow) {
 	if len(w.stack) >= maxWalkStack {
 		// drop the older half: what is below can only come back as unknown
@@ -411,16 +424,16 @@ func (w *Walker) resync() {
 	}
 }
 
-// report hands a global the walker found to the auditor; only names that
-// could be imported (dotted identifiers) are reported, so that noise in
-// bytes that are not pickles is not taken for a module.
+// report hands a global the walker found to the auditor; only names
+// find_class may import a module for (MayImport) are reported, so that
+// noise in bytes that are not pickles is not taken for a module.
 func (w *Walker) report(module, name string, off int64, unknown bool) bool {
 	if unknown {
 		w.found++
 		w.audit.Import(Import{Module: "?", Name: "?", Offset: off, How: Unknown, Walked: true})
 		return true
 	}
-	if !Importable(module) || !Importable(name) {
+	if !MayImport(module) {
 		// find_class fails before importing: in an exact walk CPython
 		// stops here
 		return !w.exact
@@ -430,9 +443,24 @@ func (w *Walker) report(module, name string, off int64, unknown bool) bool {
 	return true
 }
 
-// Importable reports whether s is a dotted sequence of Python identifiers:
-// a module or name Python could import (find_class fails on anything else
-// before importing).
+// MayImport reports whether find_class, handed module, may import a
+// module (run its code) before it can fail. CPython's importer imports a
+// dotted name's parents first, from the left, and takes a name with one
+// leading dot for a top-level module found by its last part: so this.py
+// runs for "this", ".this", "this.", "this.\x00" or "this.a b", and for any
+// attribute name, even one getattr then fails on ("x y", ""). The first
+// module imported is the first part of module (the second, after one
+// leading dot); it is found only if it is an identifier (builtin and frozen
+// modules are; a file on sys.path named otherwise is not looked for).
+func MayImport(module string) bool {
+	first, rest, _ := strings.Cut(module, ".")
+	if first == "" {
+		first, _, _ = strings.Cut(rest, ".")
+	}
+	return Importable(first)
+}
+
+// Importable reports whether s is a dotted sequence of Python identifiers.
 func Importable(s string) bool {
 	if s == "" || !utf8.ValidString(s) {
 		return false
@@ -625,7 +653,13 @@ func (w *Walker) step(op Op, off int64) bool {
 		if !ok {
 			return false
 		}
-		if !w.report(string(mod), string(name), off, false) {
+		if len(mod) == 0 || len(name) == 0 || !validLine(mod) || !validLine(name) {
+			// CPython refuses an empty line, and decodes both as strict
+			// UTF-8, before find_class
+			if w.exact {
+				return false
+			}
+		} else if !w.report(string(mod), string(name), off, false) {
 			return false
 		}
 		if op == OpInst && !w.popMark() {
