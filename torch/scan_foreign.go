@@ -128,7 +128,8 @@ func foreign(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanRepo
 		full.finish()
 		return full, nil
 	}
-	if len(first.Globals) == 0 && len(first.DangerousOpcodes) == 0 {
+	partial := first.walks.Partial()
+	if len(first.Globals) == 0 && len(first.DangerousOpcodes) == 0 && !partial {
 		// torch.load fails on the first bytes, having imported and called
 		// nothing (the decoder's complaints are not the file's problems:
 		// it is not meant to be a pickle)
@@ -145,10 +146,15 @@ func foreign(r io.ReaderAt, size int64, name string, lim *Limits) (rep *ScanRepo
 		}
 	}
 	var what string
-	if len(names) > 0 {
+	switch {
+	case len(names) > 0:
 		what = "imports " + strings.Join(names, ", ")
-	} else {
+	case len(first.DangerousOpcodes) > 0:
 		what = "calls " + first.DangerousOpcodes[0].Opcode
+	default:
+		// a walk budget or bound ran out on the way: what CPython reads
+		// past it was not checked, and may import anything
+		what = "may import or call anything: the scan could not follow every way CPython reads it (a walk budget or bound was reached)"
 	}
 	rep.addProblem(fmt.Sprintf("polyglot: torch.load reads this file through its legacy path, unpickling it from byte 0, and %s", what))
 	return rep, nil

@@ -113,3 +113,65 @@ func TestScanForeign(t *testing.T) {
 		}
 	}
 }
+
+// budgetPolyglot is a pickle whose FRAMEs of 10,000 bytes each end inside
+// a string's argument (CPython reads those, unbuffered, with read(n): the
+// argument comes from the frame end, the rest of the frame is dropped) and
+// where every walk from a frame end but the last's runs through one long
+// tail of opcodes: k walks of the tail spend the walk budget before the
+// walk that finds the global CPython imports (posix.system after the last
+// frame end). m is the tail's length.
+func budgetPolyglot(k, m int) []byte {
+	const fl, n, in = 10000, 40, 20 // frame length, string length, its bytes inside the frame
+	body := bytes.Repeat([]byte("N0"), (fl-2-in)/2)
+	body = append(body, bytes.Repeat([]byte("N"), fl-2-in-len(body))...)
+	body = append(body, 'U', n)
+	body = append(body, bytes.Repeat([]byte("a"), in)...)
+	b := []byte("\x80\x04")
+	var last int
+	for i := range k {
+		b = append(b, 0x95)
+		b = binary.LittleEndian.AppendUint64(b, fl)
+		b = append(b, body...)
+		last = len(b)
+		if i < k-1 {
+			// CPython: 40 bytes of string, then the next FRAME; the walker
+			// going straight on: 20 of them, then opcodes into that FRAME
+			b = append(b, strings.Repeat("z", 20)+strings.Repeat("N0", 10)...)
+		} else {
+			b = append(b, make([]byte, n)...)
+		}
+	}
+	b = append(b, "cposix\nsystem\n\x8c\x04echo\x85R."...)
+	// the last frame: the walker going straight on skips the payload with
+	// a BINBYTES whose length bytes are ASCII (CPython reads them as part
+	// of a str) into the tail
+	skip := func(to int) uint32 { return uint32(to - (last + 25)) }
+	for to := len(b); ; to++ {
+		if skip(to)&0x80808080 == 0 {
+			b = append(b, make([]byte, to-len(b))...)
+			break
+		}
+	}
+	tail := append([]byte(strings.Repeat("z", 20)+"B"), binary.LittleEndian.AppendUint32(nil, skip(len(b)))...)
+	copy(b[last:], append(tail, strings.Repeat("z", 15)...))
+	b = append(b, bytes.Repeat([]byte("N0"), m/2)...)
+	return append(b, 0)
+}
+
+// A walk budget spent on the first pickle of a foreign file leaves bytes
+// CPython reads unchecked: the file is no longer clean.
+func TestScanForeignWalkBudget(t *testing.T) {
+	data := budgetPolyglot(60, 1<<20)
+	reaches, err := Reaches(bytes.NewReader(data), int64(len(data)))
+	if err != nil || !reaches {
+		t.Errorf("Reaches %v %v, want true", reaches, err)
+	}
+	rep, err := ScanForeign(bytes.NewReader(data), int64(len(data)), "budget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := rep.Verdict(); v == VerdictClean {
+		t.Errorf("%s %v %q, want the file not clean", v, rep.NotAllowed(), rep.Problems)
+	}
+}

@@ -72,6 +72,9 @@ type Walker struct {
 	// when it reaches limit, what is left of the audit's budget
 	work, limit int64
 	spent       bool
+	// partial: bytes CPython may read from a frame end were not walked
+	// (more frame ends than the walker keeps)
+	partial bool
 
 	// exact: the region is what CPython reads and nothing else (see
 	// Walks.SetExact): the walk ends where CPython would raise
@@ -175,6 +178,7 @@ func (w *Walker) checkCross(off int64) {
 	w.audit.Problem(off, fmt.Sprintf("an argument crosses a frame end (offset %d): CPython reads it from the frame end; both are walked", fe))
 	if len(w.frameEnds) >= maxFrameEnds {
 		w.audit.Problem(off, fmt.Sprintf("more than %d frame ends to walk from; the bytes from this frame end were not walked again", maxFrameEnds))
+		w.partial = true
 		return
 	}
 	w.frameEnds = append(w.frameEnds, frameWalk{from: fe, opOff: off, crossAt: w.crossAt, st: w.pre})
@@ -379,6 +383,7 @@ func (w *Walker) run() {
 					w.frameEnds = append(w.frameEnds, frameWalk{from: w.frameEnd})
 				} else {
 					w.audit.Problem(off, fmt.Sprintf("more than %d FRAMEs run past their STOP; the bytes from this frame end were not walked again", maxFrameEnds))
+					w.partial = true
 				}
 			}
 			w.reset()
@@ -769,7 +774,10 @@ type Walks struct {
 	work   int64
 	budget int64
 	told   bool
-	exact  bool // see SetExact
+	// partial: some bytes CPython may read were not walked for another
+	// reason than the budget (see Partial)
+	partial bool
+	exact   bool // see SetExact
 
 	// the memory of the last walk, for the next one: walks from many
 	// frame ends must not each grow a stack and a memo from nothing
@@ -842,6 +850,13 @@ func (ws *Walks) Work() int64 { return ws.work }
 // Spent reports whether the budget ran out (some bytes were not walked).
 func (ws *Walks) Spent() bool { return ws.told }
 
+// Partial reports whether some bytes CPython may read were not walked:
+// the budget ran out, or a bound on the frame ends walked again (or on
+// the opcode walked again from one) was reached. The auditor was told
+// with a problem each time; an audit that drops the walks' problems (a
+// file that is not meant to be a pickle) must still not pass the file.
+func (ws *Walks) Partial() bool { return ws.told || ws.partial }
+
 // run walks w within what is left of the budget.
 func (ws *Walks) run(w *Walker, off int64) {
 	if ws.work >= ws.budget {
@@ -851,6 +866,7 @@ func (ws *Walks) run(w *Walker, off int64) {
 	w.limit = ws.budget - ws.work
 	w.run()
 	ws.work += w.work
+	ws.partial = ws.partial || w.partial
 	if w.spent {
 		ws.spend(w.audit, w.pos)
 	}
@@ -938,6 +954,7 @@ func (ws *Walks) walkFrom(ra io.ReaderAt, base int64, fw frameWalk, end int64, a
 	prefix := fw.crossAt - fw.opOff
 	if prefix < 0 || prefix > maxCrossPrefix {
 		a.Problem(fw.opOff, fmt.Sprintf("the opcode whose argument crosses the frame end at %d is too long to walk again", fe))
+		ws.partial = true
 		return nil
 	}
 	ws.walked[k] = true
