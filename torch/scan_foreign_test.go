@@ -95,6 +95,7 @@ func TestScanForeign(t *testing.T) {
 		{"a module with a leading dot, walked after INST", []byte("(i.this\nx\n."), true, VerdictDangerous, ".this.x"},
 		// ... and where importlib finds nothing to import, CPython stops
 		{"a module with two leading dots", []byte("c..this\nx\n" + global), false, VerdictClean, ""},
+		{"INST without a MARK", []byte("N" + "iposix\nsystem\n."), false, VerdictClean, ""},
 		{"a module that is no identifier", []byte("cthis x\ny\n" + global), false, VerdictClean, ""},
 	} {
 		reaches, err := Reaches(bytes.NewReader(c.data), int64(len(c.data)))

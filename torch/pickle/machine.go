@@ -815,6 +815,10 @@ func (m *Machine) construct(op Op, off int64) error {
 	var target string
 	switch op {
 	case OpInst:
+		if m.exact() && len(m.marks) == 0 {
+			// CPython's INST looks for its MARK before it reads a line
+			return m.raise(op, off, "UnpicklingError: could not find MARK")
+		}
 		mod, err := m.line(off)
 		if err != nil {
 			return err
@@ -822,6 +826,10 @@ func (m *Machine) construct(op Op, off int64) error {
 		name, err := m.line(off)
 		if err != nil {
 			return err
+		}
+		if m.exact() && (!ascii(mod) || !ascii(name)) {
+			// ... and decodes both lines as strict ASCII before find_class
+			return m.raise(op, off, "UnicodeDecodeError: INST lines are ASCII, or empty")
 		}
 		target = globalName(string(mod), string(name))
 		if m.audit != nil {
@@ -1102,6 +1110,17 @@ func (m *Machine) buildNative(inst, state any, off int64) (done bool, err error)
 		return false, nil
 	}
 	return true, m.raise(OpBuild, off, "a %s has no __setstate__ and no __dict__ for the state", TypeName(inst))
+}
+
+// ascii reports whether b is a non-empty line of ASCII bytes (what
+// CPython's INST decodes its lines as).
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // native reports whether v is a value the machine built from the pickle's

@@ -650,6 +650,11 @@ func (w *Walker) step(op Op, off int64) bool {
 			w.memoLost = true
 		}
 	case OpGlobal, OpInst:
+		if op == OpInst && w.exact && len(w.marks) == 0 && !w.bottomLost && !w.marksLost {
+			// CPython's INST looks for its MARK before it reads the
+			// lines: "could not find MARK", nothing imported
+			return false
+		}
 		mod, ok := w.line()
 		if !ok {
 			return false
