@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -174,5 +175,40 @@ func TestScanForeignWalkBudget(t *testing.T) {
 	}
 	if v := rep.Verdict(); v == VerdictClean {
 		t.Errorf("%s %v %q, want the file not clean", v, rep.NotAllowed(), rep.Problems)
+	}
+}
+
+// Two ways of reading a small frame's end (CPython prefetched it: it reads
+// on; the walker also tries the frame end) reach a large frame's end, which
+// CPython reads from, with stacks ten values apart. The walk from there
+// with the shorter stack underflows at the POPs before posix.system; the
+// one with CPython's stack must be walked too.
+func TestScanForeignFrameEndStates(t *testing.T) {
+	const n, in, fl, n2, in2 = 20, 10, 10000, 40, 20
+	b := []byte("\x80\x04")
+	body := append([]byte("N0N0N0N0N0U"), n)
+	body = append(body, strings.Repeat("a", in)...)
+	b = append(b, 0x95)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(body)))
+	b = append(b, body...)
+	b = append(b, strings.Repeat("b", 10)+strings.Repeat("N", 10)...) // CPython: ten NONEs
+	body = bytes.Repeat([]byte("N0"), (fl-2-in2)/2)
+	body = append(body, 'U', n2)
+	body = append(body, strings.Repeat("a", in2)...)
+	b = append(b, 0x95)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(body)))
+	b = append(b, body...)
+	b = append(b, strings.Repeat("c", n2-in2)+"\x00"+strings.Repeat("c", in2-1)...)
+	b = append(b, strings.Repeat("0", 10)+"cposix\nsystem\n\x8c\x04echo\x85R."...)
+	reaches, err := Reaches(bytes.NewReader(b), int64(len(b)))
+	if err != nil || !reaches {
+		t.Errorf("Reaches %v %v, want true", reaches, err)
+	}
+	rep, err := ScanForeign(bytes.NewReader(b), int64(len(b)), "states")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := rep.Verdict(); v != VerdictDangerous || !slices.Contains(rep.NotAllowed(), "posix.system") {
+		t.Errorf("%s %v %q, want dangerous naming posix.system", v, rep.NotAllowed(), rep.Problems)
 	}
 }

@@ -2,8 +2,10 @@ package pickle
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"github.com/gosafetensors/safetensors/torch/internal/pylong"
+	"hash/fnv"
 	"io"
 	"math"
 	"strconv"
@@ -99,6 +101,56 @@ type frameWalk struct {
 	// is known of the state before that opcode (nil: a fresh pickle)
 	opOff, crossAt int64
 	st             *State
+}
+
+// fingerprint hashes what st knows (stack, marks, memo, what was lost);
+// nil, a fresh pickle, is 0.
+func (st *State) fingerprint() uint64 {
+	if st == nil {
+		return 0
+	}
+	h := fnv.New64a()
+	var b [8]byte
+	num := func(v uint64) {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	sh := func(v shadow) {
+		num(uint64(v.kind))
+		num(uint64(len(v.s)))
+		io.WriteString(h, v.s)
+	}
+	flag := func(f bool) uint64 {
+		if f {
+			return 1
+		}
+		return 0
+	}
+	num(flag(st.memoLost) | flag(st.bottomLost)<<1 | flag(st.marksLost)<<2 | flag(st.raised)<<3)
+	num(uint64(len(st.stack)))
+	for _, v := range st.stack {
+		sh(v)
+	}
+	num(uint64(len(st.marks)))
+	for _, k := range st.marks {
+		num(uint64(k))
+	}
+	num(uint64(len(st.memo.dense)))
+	for _, v := range st.memo.dense {
+		sh(v)
+	}
+	// the sparse memo in any order: a sum of each entry's hash
+	var sparse uint64
+	for k, v := range st.memo.sparse {
+		e := fnv.New64a()
+		binary.LittleEndian.PutUint64(b[:], k)
+		e.Write(b[:])
+		e.Write([]byte{v.kind})
+		io.WriteString(e, v.s)
+		sparse += e.Sum64()
+	}
+	num(sparse)
+	return h.Sum64()
 }
 
 // maxFrameEnds bounds the frame ends one walker records.
@@ -822,6 +874,11 @@ func (ws *Walks) release(w *Walker) {
 type frameWalkKey struct {
 	base, from, end int64
 	opOff, crossAt  int64 // see frameWalk
+	// state: the fingerprint of what is known of the state (see
+	// State.fingerprint): two ways of reading the bytes before a frame end
+	// may reach it with different stacks, and from one of them CPython
+	// may go on where the other stops
+	state uint64
 }
 
 // DefaultWalkBudget is the budget of NewWalks(0): what a few walks of a
@@ -949,7 +1006,7 @@ func (ws *Walks) walkFrom(ra io.ReaderAt, base int64, fw frameWalk, end int64, a
 	if fw.crossAt == fw.opOff { // nothing read from the frame first
 		fw.opOff, fw.crossAt = fe, fe
 	}
-	k := frameWalkKey{base: base, from: fe, end: end, opOff: fw.opOff, crossAt: fw.crossAt}
+	k := frameWalkKey{base: base, from: fe, end: end, opOff: fw.opOff, crossAt: fw.crossAt, state: fw.st.fingerprint()}
 	if ws.walked[k] {
 		return nil
 	}
