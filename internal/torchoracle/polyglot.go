@@ -93,6 +93,9 @@ func headerName(rng *rand.Rand) ([]byte, string, string) {
 	b := []byte(ops)
 	desc := fmt.Sprintf("%s.%s call=%v", nm[0], nm[1], call)
 	for range rng.IntN(3) {
+		if len(b) == 0 {
+			break // cut to nothing
+		}
 		switch rng.IntN(3) {
 		case 0: // a byte replaced by another printable one
 			j := rng.IntN(len(b))
