@@ -816,7 +816,7 @@ func (w *Walker) memoIndex(op Op) (uint64, bool) {
 const maxCrossPrefix = 64 << 10
 
 // Walks is shared by the machines and walkers of one audit: it holds the
-// audit's walk budget, and makes each walk from a FRAME end once (where a
+// audit's walk budget, and makes each walk from a FRAME end once per state reached there (where a
 // FRAME runs past its STOP, or an argument crosses a frame end, CPython's
 // buffering decides where it reads on, and both places are walked).
 //
