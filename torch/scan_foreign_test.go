@@ -212,3 +212,24 @@ func TestScanForeignFrameEndStates(t *testing.T) {
 		t.Errorf("%s %v %q, want dangerous naming posix.system", v, rep.NotAllowed(), rep.Problems)
 	}
 }
+
+// A text PUT whose line crosses a large frame's end: the machine reads on
+// ("10": it replaces memo 10, "posix"), CPython reads the line from the
+// frame end ("0"). The walk from the frame end must start from the memo as
+// it was before the PUT, or its STACK_GLOBAL of memo 10 and 11 is no str.
+func TestScanForeignFrameEndMemo(t *testing.T) {
+	const fl = 10000
+	b := []byte("\x80\x04\x8c\x05posixq\x0a0\x8c\x06systemq\x0b0N")
+	body := append(bytes.Repeat([]byte("N0"), (fl-2)/2), 'p', '1')
+	b = append(b, 0x95)
+	b = binary.LittleEndian.AppendUint64(b, fl)
+	b = append(b, body...)
+	b = append(b, "0\n0h\x0ah\x0b\x93\x8c\x04echo\x85R."...)
+	rep, err := ScanForeign(bytes.NewReader(b), int64(len(b)), "memo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := rep.Verdict(); v != VerdictDangerous || !slices.Contains(rep.NotAllowed(), "posix.system") {
+		t.Errorf("%s %v %q, want dangerous naming posix.system", v, rep.NotAllowed(), rep.Problems)
+	}
+}

@@ -32,6 +32,11 @@ type Machine struct {
 	// where the current opcode started, for FailState
 	failOff              int64
 	failStack, failMarks int
+	// the memo entry the current opcode (a PUT) replaced, for the state
+	// before it (crossState): put says it did, had that the index was set
+	put, had bool
+	putIdx   uint64
+	putOld   any
 
 	// raised: an exact machine stopped where CPython's unpickler raises
 	// (ErrRaises), which reads nothing after (see FailState)
@@ -211,6 +216,7 @@ func (m *Machine) run() (any, error) {
 	for {
 		off := m.s.pos
 		m.failOff, m.failStack, m.failMarks = off, len(m.stack), len(m.marks)
+		m.put = false
 		if off-start > m.lim.MaxPickleBytes {
 			return nil, m.errf(ErrLimit, off, "pickle longer than %d bytes", m.lim.MaxPickleBytes)
 		}
@@ -315,11 +321,22 @@ func (m *Machine) crossState() *State {
 		st.memoLost = true
 		return st
 	}
+	// as it was before the opcode: a PUT whose index crossed the frame
+	// end has set the index the machine read, not the one CPython reads
+	before := func(k uint64, v any) {
+		if m.put && k == m.putIdx {
+			if !m.had {
+				return
+			}
+			v = m.putOld
+		}
+		st.memo.put(k, shadowOf(v))
+	}
 	for i, v := range m.memo.dense {
-		st.memo.put(uint64(i), shadowOf(v))
+		before(uint64(i), v)
 	}
 	for k, v := range m.memo.sparse {
-		st.memo.put(k, shadowOf(v))
+		before(k, v)
 	}
 	return st
 }
@@ -651,6 +668,8 @@ func (m *Machine) step(op Op, off int64) error {
 		if err != nil {
 			return err
 		}
+		m.put, m.putIdx = true, idx
+		m.putOld, m.had = m.memo.get(idx)
 		m.memo.put(idx, v)
 		if m.memo.count > m.lim.MaxMemo {
 			return m.errf(ErrLimit, off, "more than %d memo entries", m.lim.MaxMemo)
