@@ -176,7 +176,14 @@ func subprocessDownload(b *testing.B, url string, n int, mode string) dlRun {
 		cache = dir
 	}
 	defer os.RemoveAll(cache)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchHelper$", "-test.count=1")
+	bin := os.Args[0]
+	if rest, ok := strings.CutPrefix(mode, "old"); ok { // another build's download: GOSAFETENSORS_BENCH_OLD, a test binary (go test -c)
+		if bin = os.Getenv("GOSAFETENSORS_BENCH_OLD"); bin == "" {
+			b.Fatal("mode old: set GOSAFETENSORS_BENCH_OLD to a test binary of package download")
+		}
+		mode = rest
+	}
+	cmd := exec.Command(bin, "-test.run=^TestBenchHelper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d|%s", benchEnv, url, cache, n, mode))
 	cmd.Stderr = os.Stderr
 	settle()
@@ -586,7 +593,9 @@ func curlGETs(b *testing.B, curl string, h *hubFixture, n int, hash bool) curlRu
 // BenchmarkLoopbackModes (experiments): the download modes of
 // GOSAFETENSORS_BENCH_MODES (comma-separated: "" the download, nohash,
 // nosync, earlydirect, tmpfs, each with optional suffixes +bufK,
-// +chunkM, +procsN, +buffered: no O_DIRECT; and "curl": the 16 curls of
+// +chunkM, +procsN, +buffered: no O_DIRECT; a mode prefixed "old" is run
+// by the test binary GOSAFETENSORS_BENCH_OLD names, another build's
+// download, e.g. main's; and "curl": the 16 curls of
 // BenchmarkLoopbackHub, to which every mode's rate is then compared),
 // each first in turn, uncapped, with their rates and CPU per GB.
 func BenchmarkLoopbackModes(b *testing.B) { benchModes(b, pacedserver.Config{}) }
