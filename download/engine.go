@@ -74,7 +74,8 @@ func (t *target) journalPath() string { return t.Part + ".journal" }
 // engine moves the bytes of many targets with one fetch run.
 type engine struct {
 	concurrency int
-	chunk       int64
+	chunk       int64  // the default range size, and what the throttle's bound is made of
+	sizer       *sizer // sizes ranges to the link (nil: every range is chunk, shrinking at the end)
 	streamBuf   int
 	noHash      bool // benchmarks only: hashing off, to measure its cost
 	noSync      bool // benchmarks only: no fdatasync of the data, to measure the disk's share
@@ -195,7 +196,9 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 	// Files take turns, a chunk each: every file's hash frontier then
 	// advances as its oldest range completes, so hashing runs beside the
 	// transfer instead of after it (a file read by all connections at once
-	// would have its ranges complete together, at its end).
+	// would have its ranges complete together, at its end). A turn is a
+	// chunk (sized to the link where the sizer is on), read in ranges
+	// that shrink as the end nears so that the last ones finish together.
 	extents := func(yield func(fetch.Extent) bool) {
 		miss := make([][]span, len(active))
 		for i, t := range active {
@@ -203,6 +206,7 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 			miss[i] = t.written.missing(t.Size)
 			t.mu.Unlock()
 		}
+		unplanned := total
 		for left := len(active); left > 0; {
 			left = 0
 			for i := range miss {
@@ -210,11 +214,26 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 					continue
 				}
 				s := &miss[i][0]
-				n := min(s.End-s.Off, e.chunk)
-				if !yield(fetch.Extent{Src: i, Off: s.Off, Len: n, Item: i, Pos: s.Off}) {
-					return
+				c := e.rangeChunk()
+				turn := min(s.End-s.Off, c)
+				if c > e.chunk {
+					// Grown for a link's latency: each cut is a request,
+					// so a turn is one range (the rest waits for the
+					// next), of whole O_DIRECT blocks so that the file's
+					// next ranges stay aligned.
+					turn = min(turn, (rangeSize(c, unplanned, e.concurrency)+directAlign-1)&^(directAlign-1))
 				}
-				if s.Off += n; s.Off == s.End {
+				for turn > 0 {
+					n := turn
+					if c <= e.chunk {
+						n = min(turn, rangeSize(c, unplanned, e.concurrency))
+					}
+					if !yield(fetch.Extent{Src: i, Off: s.Off, Len: n, Item: i, Pos: s.Off}) {
+						return
+					}
+					s.Off, turn, unplanned = s.Off+n, turn-n, unplanned-n
+				}
+				if s.Off == s.End {
 					miss[i] = miss[i][1:]
 				}
 				if len(miss[i]) > 0 {
@@ -224,7 +243,8 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 		}
 	}
 	_, ferr := fetch.Run(ctx, srcs, iter.Seq[fetch.Extent](extents), total, fetch.Config{
-		Concurrency: e.concurrency, MaxChunk: e.chunk, MinChunk: max(e.chunk/8, 1), MaxPieces: 1,
+		// The extents are the ranges: fetch cuts none (MaxPieces 1: nor joins).
+		Concurrency: e.concurrency, MaxChunk: e.maxRange(), MinChunk: e.maxRange(), MaxPieces: 1,
 		Stream: func(ctx context.Context, c *fetch.Chunk) error { return e.stream(ctx, active[c.Src], c.Pieces[0]) },
 	})
 	if ferr != nil {
@@ -243,6 +263,30 @@ func (e *engine) run(ctx context.Context, targets []*target) (err error) {
 		return ferr
 	}
 	return context.Cause(ctx)
+}
+
+// rangeChunk is the size of the next range before the end's shrinking.
+func (e *engine) rangeChunk() int64 {
+	if e.sizer != nil {
+		return e.sizer.chunk.Load()
+	}
+	return e.chunk
+}
+
+// maxRange bounds every range.
+func (e *engine) maxRange() int64 {
+	if e.sizer != nil {
+		return max(e.chunk, maxLinkChunk)
+	}
+	return e.chunk
+}
+
+// rangeSize is the size of the next range of a chunk c when unplanned
+// bytes remain for n connections: ceil(unplanned/n) within [c/8, c] —
+// the end's shrinking, so that the connections' last ranges finish
+// together (c/8 measured best among c/16 to c), as internal/fetch cuts.
+func rangeSize(c, unplanned int64, n int) int64 {
+	return min(max((unplanned+int64(n)-1)/int64(n), c/8, 1), c)
 }
 
 // parallel runs fn(0..n-1) with at most limit at once; the first error
@@ -303,9 +347,20 @@ func (e *engine) prepare(ctx context.Context, t *target) error {
 	if !e.noDirect {
 		t.direct = openDirect(t.Part)
 	}
-	r, err := t.open(ctx)
+	// An open's requests tell the link's latency while the machine is
+	// still idle (no transfer yet): the floor the sizer starts from.
+	octx := ctx
+	var clk reqClock
+	if e.sizer != nil {
+		octx = clk.trace(ctx)
+	}
+	r, err := t.open(octx)
 	if err != nil {
 		return err
+	}
+	if e.sizer != nil {
+		lat, _ := clk.measure(time.Now())
+		e.sizer.observe(lat, 0, 0)
 	}
 	t.src = r
 	if t.check != nil {
@@ -404,7 +459,15 @@ func (e *engine) stream(ctx context.Context, t *target, p fetch.Extent) error {
 			buf = make([]byte, e.streamBuf)
 		}
 		defer func() { e.bufs <- buf }()
-		return s.ReadRangeFunc(ctx, p.Off, p.Len, buf, write)
+		if e.sizer == nil {
+			return s.ReadRangeFunc(ctx, p.Off, p.Len, buf, write)
+		}
+		var clk reqClock
+		err := s.ReadRangeFunc(clk.trace(ctx), p.Off, p.Len, buf, write)
+		if lat, body := clk.measure(time.Now()); err == nil {
+			e.sizer.observe(lat, p.Len, body)
+		}
+		return err
 	}
 	// A source that cannot stream is read in pieces of up to
 	// readPiece bytes, each one request, into a buffer per worker.

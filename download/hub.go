@@ -251,7 +251,11 @@ func resumed(ts []*target) int64 {
 }
 
 func newEngine(cfg *config) *engine {
-	return &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(int64(cmp.Or(cfg.streamBuf, streamBufSize)), cfg.chunk/4)), noHash: cfg.noHash, noSync: cfg.noSync, earlyDirect: cfg.earlyDirect, noDirect: cfg.noDirect, progress: cfg.progress}
+	e := &engine{concurrency: cfg.concurrency, chunk: cfg.chunk, streamBuf: int(min(int64(cmp.Or(cfg.streamBuf, streamBufSize)), cfg.chunk/4)), noHash: cfg.noHash, noSync: cfg.noSync, earlyDirect: cfg.earlyDirect, noDirect: cfg.noDirect, progress: cfg.progress}
+	if !cfg.chunkSet {
+		e.sizer = newSizer(cfg.chunk)
+	}
+	return e
 }
 
 func cacheFor(cfg *config) (*hfcache.Cache, error) {

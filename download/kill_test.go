@@ -34,7 +34,8 @@ func TestKilledHelper(t *testing.T) {
 	if arg == "" {
 		t.Skip("helper process of TestResumeAfterKill")
 	}
-	endpoint, cache, _ := strings.Cut(arg, "|")
+	endpoint, rest, _ := strings.Cut(arg, "|")
+	cache, mode, _ := strings.Cut(rest, "|")
 	hub, err := remote.NewHub(append(remoteOptions(&config{concurrency: killConc}), remote.WithEndpoint(endpoint), remote.WithToken(""), remote.WithOffline(false))...)
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +53,22 @@ func TestKilledHelper(t *testing.T) {
 			fmt.Fprintf(report, "%d\n", last)
 		}
 	}
-	_, err = Download(context.Background(), "hf://"+testRepo, WithHub(hub), WithCacheDir(cache), WithConcurrency(killConc), WithChunkSize(killChunk), WithProgress(progress))
+	_, err = Download(context.Background(), "hf://"+testRepo, WithHub(hub), WithCacheDir(cache), WithConcurrency(killConc), killChunkOption(mode == "sized"), WithProgress(progress))
 	t.Fatalf("the download ended before it was killed: %v", err)
 }
 
 const killConc, killChunk = 4, 256 << 10
+
+// killChunkOption makes killChunk the chunk: given (WithChunkSize), or
+// sized, the default chunk of ranges sized to the link, which grow
+// beyond it where the link has latency while the bound of what a kill
+// loses stays made of it.
+func killChunkOption(sized bool) Option {
+	if sized {
+		return func(c *config) error { c.chunk = killChunk; return nil }
+	}
+	return WithChunkSize(killChunk)
+}
 
 // TestResumeAfterKill: a download killed (SIGKILL) at about half its bytes
 // continues from what is on disk: the second run moves the bytes the
@@ -69,9 +81,23 @@ const killConc, killChunk = 4, 256 << 10
 // socket buffers, a stream buffer being filled, a piece the server read
 // for a connection already gone) is neither on disk nor the client's to
 // bound: it is counted, logged, and not held against the resume.
+//
+// "chunk" gives the chunk; "sized" lets ranges be sized to a link with 20
+// ms per request (about 3 MiB: twelve chunks) with the chunk as the
+// default, and holds the kill to the same bound.
 func TestResumeAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
+	}
+	t.Run("chunk", func(t *testing.T) { testResumeAfterKill(t, false) })
+	t.Run("sized", func(t *testing.T) { testResumeAfterKill(t, true) })
+}
+
+func testResumeAfterKill(t *testing.T, sized bool) {
+	var latency time.Duration
+	mode := "chunk"
+	if sized {
+		latency, mode = 20*time.Millisecond, "sized"
 	}
 	spec := pacedserver.ModelSpec{Hidden: 512, Intermediate: 1024, Layers: 4, Vocab: 2048, Shards: 3}
 	// The second run's requests for the CDN's files, for the failure message.
@@ -80,7 +106,7 @@ func TestResumeAfterKill(t *testing.T) {
 		askMu  sync.Mutex
 		asked  []string
 	)
-	h := newHubFixture(t, spec, pacedserver.Config{Rate: 4 << 20, Fault: func(r *http.Request) int {
+	h := newHubFixture(t, spec, pacedserver.Config{Rate: 4 << 20, Latency: latency, Fault: func(r *http.Request) int {
 		if second.Load() && strings.HasPrefix(r.URL.Path, "/cdn/") {
 			askMu.Lock()
 			asked = append(asked, path.Base(r.URL.Path)+" "+r.Header.Get("Range"))
@@ -100,7 +126,7 @@ func TestResumeAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"="+h.srv.URL+"|"+cache)
+	cmd.Env = append(os.Environ(), helperEnv+"="+h.srv.URL+"|"+cache+"|"+mode)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.ExtraFiles = []*os.File{pw}
 	if err := cmd.Start(); err != nil {
@@ -190,14 +216,14 @@ func TestResumeAfterKill(t *testing.T) {
 		t.Fatalf("the kill lost %d written bytes (written %d, journalled %d): want at most %d (one chunk per connection)", lost, wrote, journalled, perConn)
 	}
 	second.Store(true)
-	res, err := Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, killConc)), WithCacheDir(cache), WithConcurrency(killConc), WithChunkSize(killChunk))
+	res, err := Download(context.Background(), "hf://"+testRepo, WithHub(h.hub(t, killConc)), WithCacheDir(cache), WithConcurrency(killConc), killChunkOption(sized))
 	if err != nil {
 		t.Fatal(err)
 	}
 	moved := h.dataRead() - first
 	missing := total - partialLFS - completeLFS
-	t.Logf("killed after %d of %d bytes sent, %d written, %d on disk (%d sent and never written); the second run moved %d, missing %d, limit %d",
-		first, total, wrote, journalled, first+small-wrote, moved, missing, missing+perConn)
+	t.Logf("killed after %d of %d bytes sent, %d written, %d on disk (%d sent and never written); the second run moved %d in %d requests, missing %d, limit %d",
+		first, total, wrote, journalled, first+small-wrote, moved, res.Requests, missing, missing+perConn)
 	if res.Resumed != partialAll {
 		t.Errorf("the second run resumed %d bytes; the journals record %d", res.Resumed, partialAll)
 	}

@@ -27,6 +27,7 @@ type Option func(*config) error
 type config struct {
 	concurrency int
 	chunk       int64
+	chunkSet    bool // WithChunkSize given: every range is chunk (else sized to the link)
 	include     []string
 	exclude     []string
 	localDir    string
@@ -71,18 +72,21 @@ func WithConcurrency(n int) Option {
 	}
 }
 
-// WithChunkSize sets the largest range one request reads (default
-// [DefaultChunkSize]; 64 KiB to 1 GiB). Ranges are streamed to disk
-// through a buffer of at most 1 MiB per connection, so memory does not
-// grow with it (bucket objects, which cannot stream, are read by requests
-// of up to 4 MiB into a buffer per connection). A killed download moves
-// again less than a chunk per connection beyond the bytes it lacks.
+// WithChunkSize sets the largest range one request reads (64 KiB to 1
+// GiB). Without it, ranges are sized to the link: [DefaultChunkSize],
+// grown up to 64 MiB where a request's latency (measured: sent to first
+// byte) would be more than 3% of its time at the measured rate. Ranges
+// are streamed to disk through a buffer of at most 1 MiB per connection,
+// so memory does not grow with them (bucket objects, which cannot
+// stream, are read by requests of up to 4 MiB into a buffer per
+// connection). A killed download moves again less than a chunk (this
+// one, else the default) per connection beyond the bytes it lacks.
 func WithChunkSize(n int64) Option {
 	return func(c *config) error {
 		if n < 64<<10 || n > 1<<30 {
 			return fmt.Errorf("chunk size %d out of range [64 KiB, 1 GiB]", n)
 		}
-		c.chunk = n
+		c.chunk, c.chunkSet = n, true
 		return nil
 	}
 }

@@ -66,7 +66,7 @@ bad usage, offline without a cached copy).`,
 	f.StringVar(&fl.cacheDir, "cache-dir", "", "the Hugging Face cache `DIR` (default $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub)")
 	f.StringArrayVar(&fl.files, "file", nil, "a file of an HTTP directory to download, relative to it (repeatable; default: its model)")
 	f.IntVarP(&fl.concurrency, "concurrency", "c", download.DefaultConcurrency, "ranges read at once, over as many connections (`N`)")
-	f.StringVar(&fl.chunk, "chunk", "", "largest range one request reads (default 16MiB)")
+	f.StringVar(&fl.chunk, "chunk", "", "largest range one request reads (default: sized to the link, 16MiB to 64MiB)")
 	f.BoolVar(&fl.json, "json", false, "print one JSON object (schema in docs/download.md)")
 	return cmd
 }
