@@ -28,9 +28,10 @@ var localSpec = pacedserver.ModelSpec{Hidden: 4096, Intermediate: 11008, Layers:
 // BenchmarkLocal loads a 2 GiB model from local files, cold (every file's
 // pages dropped from the cache with posix_fadvise(DONTNEED)) and warm,
 // against cat and dd iflag=direct bs=8M on the same files, against mmap
-// with parallel copies through the same chunked reader, and, for loads
-// into new memory, against os.ReadFile of each file. The best of three
-// rounds of each is kept.
+// with parallel copies through the same chunked reader, against the
+// loader with WithBufferedIO (every read through the page cache), and, for
+// loads into new memory, against os.ReadFile of each file. The best of
+// three rounds of each is kept.
 func BenchmarkLocal(b *testing.B) {
 	dir := os.Getenv("GOSAFETENSORS_BENCH_DIR") // a disk other than the temp one
 	if dir == "" {
@@ -77,6 +78,18 @@ func BenchmarkLocal(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// The loader with every read through the page cache (WithBufferedIO),
+	// against its default O_DIRECT for uncached reads, in the same rounds.
+	loadBuffered := func() {
+		l, err := load.Open(ctx, dir, load.WithBufferedIO())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		if _, err := l.Discard(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 	loadMemory := func() {
 		l, err := load.Open(ctx, dir)
 		if err != nil {
@@ -101,7 +114,7 @@ func BenchmarkLocal(b *testing.B) {
 	methods := []struct {
 		name string
 		f    func()
-	}{{"cat", cat}, {"dd", dd}, {"load", loadDiscard}, {"load-memory", loadMemory}, {"mmap", mmapCopy}, {"readfile", readFile}}
+	}{{"cat", cat}, {"dd", dd}, {"load", loadDiscard}, {"load-buffered", loadBuffered}, {"load-memory", loadMemory}, {"mmap", mmapCopy}, {"readfile", readFile}}
 	if only := os.Getenv("GOSAFETENSORS_BENCH_METHODS"); only != "" { // e.g. cat,dd,load
 		keep := strings.Split(only, ",")
 		methods = slices.DeleteFunc(methods, func(m struct {
@@ -121,7 +134,7 @@ func BenchmarkLocal(b *testing.B) {
 	// Ratios are taken within a round (the methods back to back, in an
 	// order rotated every round), where the machine and the host's caches
 	// are as alike as they get; the median round is reported.
-	var coldRatio, warmRatio, memRatio []float64
+	var coldRatio, warmRatio, memRatio, bufferedRatio []float64
 	undropped := 0 // cold runs whose files were not all out of the cache
 	for b.Loop() {
 		for r := range rounds {
@@ -150,6 +163,9 @@ func BenchmarkLocal(b *testing.B) {
 			if cold["load"] > 0 && max(cold["cat"], cold["dd"]) > 0 {
 				coldRatio = append(coldRatio, cold["load"]/max(cold["cat"], cold["dd"]))
 			}
+			if cold["load-buffered"] > 0 && cold["load"] > 0 {
+				bufferedRatio = append(bufferedRatio, cold["load-buffered"]/cold["load"])
+			}
 			if warm["load"] > 0 && warm["cat"] > 0 {
 				warmRatio = append(warmRatio, warm["load"]/warm["cat"])
 			}
@@ -175,6 +191,10 @@ func BenchmarkLocal(b *testing.B) {
 	b.ReportMetric(float64(undropped), "cold_runs_not_dropped")
 	b.Logf("per round: cold load/max(cat,dd) %.2f, warm load/cat %.2f, warm load-memory/readfile %.2f", coldRatio, warmRatio, memRatio)
 	b.ReportMetric(median(coldRatio), "cold_load/max(cat,dd)")
+	if len(bufferedRatio) > 0 {
+		b.Logf("per round: cold load-buffered/load %.2f", bufferedRatio)
+		b.ReportMetric(median(bufferedRatio), "cold_load-buffered/load")
+	}
 	b.ReportMetric(median(warmRatio), "warm_load/cat")
 	b.ReportMetric(median(memRatio), "warm_load-memory/readfile")
 	get := func(name string) *result {
