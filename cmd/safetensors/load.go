@@ -24,6 +24,7 @@ type loadFlags struct {
 	uneven      string
 	filters     []string
 	into        string
+	bufferedIO  bool
 	json        bool
 }
 
@@ -72,6 +73,7 @@ bad usage).`,
 	f.StringVar(&fl.uneven, "tp-uneven", "refuse", "a split dimension the world does not divide: refuse, or chunk (torch.chunk parts)")
 	f.StringArrayVar(&fl.filters, "filter", nil, "load only tensors whose name contains `PATTERN`, or matches it as a glob when it has * ? or [ (repeatable: any may match)")
 	f.StringVar(&fl.into, "into", "discard", "where the bytes go: discard (a reused pool of chunk buffers) or memory (a new buffer per tensor, freed)")
+	f.BoolVar(&fl.bufferedIO, "buffered-io", false, "read local files only through the page cache (default on Linux: O_DIRECT where pages are not cached; which is faster is the machine's, docs/loading.md)")
 	f.BoolVar(&fl.json, "json", false, "print one JSON object (schema in docs/loading.md)")
 	return cmd
 }
@@ -202,6 +204,9 @@ func loadOptions(fl loadFlags) (opts []load.Option, rank, world int, err error) 
 		return nil, 0, 0, usageError("--concurrency %d: want 1 to 1024", fl.concurrency)
 	}
 	opts = append(opts, load.WithConcurrency(fl.concurrency))
+	if fl.bufferedIO {
+		opts = append(opts, load.WithBufferedIO())
+	}
 	if fl.chunk != "" {
 		n, err := parseSize(fl.chunk)
 		if err != nil || n < 4<<10 || n > load.MaxChunk {
