@@ -14,10 +14,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/gosafetensors/safetensors/internal/fetch"
 	"github.com/gosafetensors/safetensors/internal/pacedserver"
+	"github.com/gosafetensors/safetensors/internal/pagecache"
 	"github.com/gosafetensors/safetensors/load"
 	"golang.org/x/sys/unix"
 )
@@ -267,48 +267,19 @@ func childrenCPU() time.Duration {
 func dropCache(b *testing.B, names []string) float64 {
 	var left float64
 	for try := range 5 {
-		var resident, pages int
-		for _, n := range names {
-			f, err := os.Open(n)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-				b.Fatal(err)
-			}
-			r, p := residentPages(b, f)
-			resident, pages = resident+r, pages+p
-			f.Close()
+		if err := pagecache.Drop(names...); err != nil {
+			b.Fatal(err)
 		}
-		left = float64(resident) / float64(max(pages, 1))
+		var err error
+		if left, err = pagecache.Resident(names...); err != nil {
+			b.Fatal(err)
+		}
 		if left <= 0.001 {
 			break
 		}
 		time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
 	}
 	return left
-}
-
-// residentPages counts f's pages in the page cache (mincore on a mapping
-// that is never touched) and its pages in all.
-func residentPages(b *testing.B, f *os.File) (resident, pages int) {
-	st, err := f.Stat()
-	if err != nil || st.Size() == 0 {
-		return 0, 0
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		b.Fatal(errno)
-	}
-	for _, v := range vec {
-		resident += int(v & 1)
-	}
-	return resident, len(vec)
 }
 
 // catToNull runs cat on the files with its output on /dev/null.

@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unsafe"
 
+	"github.com/gosafetensors/safetensors/internal/pagecache"
 	"github.com/gosafetensors/safetensors/load"
-	"golang.org/x/sys/unix"
 )
 
 // coldModel writes the small model and drops its pages from the cache.
@@ -26,42 +25,20 @@ func coldModel(t *testing.T) (string, []string) {
 }
 
 func drop(t *testing.T, names []string) {
-	for _, n := range names {
-		f, err := os.Open(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		unix.Fdatasync(int(f.Fd()))
-		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+	t.Helper()
+	if err := pagecache.Drop(names...); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // residency is the fraction of the files' pages in the page cache.
 func residency(t *testing.T, names []string) float64 {
-	var in, all int
-	for _, n := range names {
-		f, err := os.Open(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, _ := f.Stat()
-		m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
-		unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
-		unix.Munmap(m)
-		for _, v := range vec {
-			all++
-			in += int(v & 1)
-		}
+	t.Helper()
+	r, err := pagecache.Resident(names...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return float64(in) / float64(all)
+	return r
 }
 
 // TestLoadColdDirect: a cold file is read with O_DIRECT (its pages stay
