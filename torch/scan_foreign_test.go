@@ -116,6 +116,20 @@ func TestScanForeign(t *testing.T) {
 	}
 }
 
+// scanReached scans data as a foreign file after checking that torch.load
+// reads it as a pickle (Reaches).
+func scanReached(t *testing.T, name string, data []byte) *ScanReport {
+	t.Helper()
+	if reaches, err := Reaches(bytes.NewReader(data), int64(len(data))); err != nil || !reaches {
+		t.Errorf("%s: Reaches %v %v, want true", name, reaches, err)
+	}
+	rep, err := ScanForeign(bytes.NewReader(data), int64(len(data)), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 // budgetPolyglot is a pickle whose FRAMEs of 10,000 bytes each end inside
 // a string's argument (CPython reads those, unbuffered, with read(n): the
 // argument comes from the frame end, the rest of the frame is dropped) and
@@ -164,15 +178,7 @@ func budgetPolyglot(k, m int) []byte {
 // A walk budget spent on the first pickle of a foreign file leaves bytes
 // CPython reads unchecked: the file is no longer clean.
 func TestScanForeignWalkBudget(t *testing.T) {
-	data := budgetPolyglot(60, 1<<20)
-	reaches, err := Reaches(bytes.NewReader(data), int64(len(data)))
-	if err != nil || !reaches {
-		t.Errorf("Reaches %v %v, want true", reaches, err)
-	}
-	rep, err := ScanForeign(bytes.NewReader(data), int64(len(data)), "budget")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := scanReached(t, "budget", budgetPolyglot(60, 1<<20))
 	if v := rep.Verdict(); v == VerdictClean {
 		t.Errorf("%s %v %q, want the file not clean", v, rep.NotAllowed(), rep.Problems)
 	}
@@ -200,14 +206,7 @@ func TestScanForeignFrameEndStates(t *testing.T) {
 	b = append(b, body...)
 	b = append(b, strings.Repeat("c", n2-in2)+"\x00"+strings.Repeat("c", in2-1)...)
 	b = append(b, strings.Repeat("0", 10)+"cposix\nsystem\n\x8c\x04echo\x85R."...)
-	reaches, err := Reaches(bytes.NewReader(b), int64(len(b)))
-	if err != nil || !reaches {
-		t.Errorf("Reaches %v %v, want true", reaches, err)
-	}
-	rep, err := ScanForeign(bytes.NewReader(b), int64(len(b)), "states")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := scanReached(t, "states", b)
 	if v := rep.Verdict(); v != VerdictDangerous || !slices.Contains(rep.NotAllowed(), "posix.system") {
 		t.Errorf("%s %v %q, want dangerous naming posix.system", v, rep.NotAllowed(), rep.Problems)
 	}
