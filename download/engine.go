@@ -282,11 +282,11 @@ func (e *engine) maxRange() int64 {
 }
 
 // rangeSize is the size of the next range of a chunk c when unplanned
-// bytes remain for n connections: ceil(unplanned/n) within [c/8, c] —
-// the end's shrinking, so that the connections' last ranges finish
-// together (c/8 measured best among c/16 to c), as internal/fetch cuts.
+// bytes remain for n connections: fetch.CutSize within [c/8, c] — the
+// end's shrinking, so that the connections' last ranges finish together
+// (c/8 measured best among c/16 to c).
 func rangeSize(c, unplanned int64, n int) int64 {
-	return min(max((unplanned+int64(n)-1)/int64(n), c/8, 1), c)
+	return fetch.CutSize(unplanned, n, max(c/8, 1), c)
 }
 
 // parallel runs fn(0..n-1) with at most limit at once; the first error

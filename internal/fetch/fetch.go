@@ -234,8 +234,7 @@ func (d *dispatcher) run(extents iter.Seq[Extent]) error {
 				}
 			}
 			if d.cur == nil {
-				n := int64(d.cfg.Concurrency)
-				d.size = min(max((d.remaining+n-1)/n, d.cfg.MinChunk), d.cfg.MaxChunk)
+				d.size = CutSize(d.remaining, d.cfg.Concurrency, d.cfg.MinChunk, d.cfg.MaxChunk)
 				d.cur = &Chunk{Seq: d.seq, Src: e.Src}
 			}
 			take := min(e.Len, d.size-d.cur.Bytes)
@@ -387,4 +386,12 @@ func wrap(s Source, what string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %s: %w", s.Name, what, err)
+}
+
+// CutSize is the size of the next read when remaining bytes are left for
+// n readers: ceil(remaining/n) clamped to [lo, hi]. Reads are hi bytes
+// while there is plenty left and shrink towards lo as the end nears, so
+// that the readers' last reads finish together.
+func CutSize(remaining int64, n int, lo, hi int64) int64 {
+	return min(max((remaining+int64(n)-1)/int64(n), lo), hi)
 }
